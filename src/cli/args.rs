@@ -1,0 +1,71 @@
+//! The command line, as clap sees it. Resolution against the environment and the config file
+//! happens in [`super::settings`].
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "reasonix-exporter",
+    version,
+    about = "Turns the Reasonix usage ledger into exact OpenTelemetry and Prometheus counters."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub options: Options,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Watch the ledger and export continuously (the default).
+    Run,
+    /// Ingest what is new, export once, and exit.
+    Once,
+    /// Print lifetime totals from the store (no network).
+    Status {
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check paths, configuration, store and collector, and say how to fix what is wrong.
+    Doctor,
+}
+
+/// Options shared by every command. Each is optional here so that its origin (flag, variable,
+/// config file, default) can be told apart.
+#[derive(Debug, Default, Args)]
+pub struct Options {
+    /// Reasonix's stats folder [default: as Reasonix resolves it, e.g. ~/.reasonix/stats]
+    #[arg(long, global = true, value_name = "DIR")]
+    pub stats_dir: Option<PathBuf>,
+    /// Where the exporter keeps its store [default: $XDG_STATE_HOME/reasonix-exporter]
+    #[arg(long, global = true, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// TOML configuration file [default: $XDG_CONFIG_HOME/reasonix-exporter/config.toml if present]
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Collector URL, used as given [default: http://localhost:4318/v1/metrics, or http://localhost:4317 for grpc]
+    #[arg(long, global = true, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
+    /// grpc or http/protobuf [default: http/protobuf]
+    #[arg(long, global = true, value_name = "PROTOCOL")]
+    pub otlp_protocol: Option<String>,
+    /// on, or off to ingest without exporting [default: on]
+    #[arg(long, global = true, value_name = "on|off")]
+    pub otlp: Option<String>,
+    /// How often `run` exports, e.g. 60s [default: 60s]
+    #[arg(long, global = true, value_name = "DURATION")]
+    pub export_interval: Option<String>,
+    /// How often `run` looks for changes when file events are missing, e.g. 2s [default: 2s]
+    #[arg(long, global = true, value_name = "DURATION")]
+    pub poll_interval: Option<String>,
+    /// Prometheus listen address, or off [default: 127.0.0.1:9464]
+    #[arg(long, global = true, value_name = "ADDR|off")]
+    pub prometheus: Option<String>,
+    /// Delete the store and rebuild it from the ledger.
+    #[arg(long, global = true)]
+    pub reset_state: bool,
+}

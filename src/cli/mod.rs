@@ -1,0 +1,6 @@
+//! The command line: arguments, settings, and one module per command.
+
+pub mod args;
+pub mod once;
+pub mod settings;
+pub mod status;

@@ -1,0 +1,56 @@
+//! `once`: ingest what is new, export once (what earlier runs committed but never delivered
+//! included), flush, exit.
+
+use std::io::ErrorKind;
+
+use super::settings::Settings;
+use crate::export::otlp::OtlpExporter;
+use crate::ingest::{self, IngestError};
+use crate::store::Store;
+
+/// The top-level entry point for `reasonix-exporter once`.
+pub async fn once(settings: &Settings) -> anyhow::Result<()> {
+    let mut store = Store::open(&settings.state_dir.value, settings.reset_state)?;
+    let stats_dir = &settings.stats_dir.value;
+    match ingest::poll(&mut store, stats_dir) {
+        Ok(report) => {
+            let c = report.counts;
+            eprintln!(
+                "ingested {} new lines ({} duplicate, {} rejected) from {} of {} files",
+                c.counted,
+                c.duplicate,
+                c.rejected_total(),
+                report.files_read,
+                report.files
+            );
+            if report.files_failed > 0 {
+                eprintln!(
+                    "warning: {} ledger files could not be read this time; they are retried on the next run",
+                    report.files_failed
+                );
+            }
+        }
+        // Nothing to read yet is not a failure: what is undelivered still goes out.
+        Err(IngestError::StatsDir { source, .. }) if source.kind() == ErrorKind::NotFound => eprintln!(
+            "warning: stats dir {} does not exist yet (from {}); nothing to read. Is Reasonix installed? Set --stats-dir or REASONIX_HOME if it lives elsewhere",
+            stats_dir.display(),
+            settings.stats_dir.origin
+        ),
+        Err(e) => return Err(e.into()),
+    }
+
+    let Some(target) = &settings.otlp else {
+        return Ok(());
+    };
+    let mut exporter = OtlpExporter::new(target.clone(), &store)?;
+    let result = exporter.export(&mut store).await;
+    exporter.shutdown().await;
+    let report = result.map_err(|e| {
+        anyhow::anyhow!("{e}; nothing was lost: what was ingested stays committed and is exported next time")
+    })?;
+    eprintln!(
+        "exported {} data points to {}",
+        report.data_points, target.endpoint
+    );
+    Ok(())
+}

@@ -1,0 +1,439 @@
+//! Every setting resolved once, flag > environment > config file > default, remembering where
+//! each value came from (for `doctor` and for error messages).
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, anyhow, bail};
+use opentelemetry_sdk::metrics::Temporality;
+use serde::Deserialize;
+
+use super::args::Options;
+use crate::export::otlp::{OtlpProtocol, OtlpTarget};
+use crate::ledger::discover::{Origin, clean_path, home_dir, reasonix_stats_dir};
+
+/// A resolved value and where it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Setting<T> {
+    pub value: T,
+    pub origin: Origin,
+}
+
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub stats_dir: Setting<PathBuf>,
+    pub state_dir: Setting<PathBuf>,
+    /// The config file that was read, if any.
+    pub config_file: Option<PathBuf>,
+    /// `None` when OTLP export is off.
+    pub otlp: Option<OtlpTarget>,
+    pub export_interval: Setting<Duration>,
+    pub poll_interval: Setting<Duration>,
+    /// `None` when the Prometheus endpoint is off.
+    pub prometheus: Setting<Option<SocketAddr>>,
+    pub reset_state: bool,
+}
+
+/// The config file's keys; any other key is an error that names it.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    pub stats_dir: Option<String>,
+    pub state_dir: Option<String>,
+    pub otlp: Option<String>,
+    pub otlp_endpoint: Option<String>,
+    pub otlp_protocol: Option<String>,
+    pub temporality: Option<String>,
+    pub export_interval: Option<String>,
+    pub poll_interval: Option<String>,
+    pub prometheus: Option<String>,
+}
+
+type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// Looks a variable up in the process environment; blank counts as unset.
+pub fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+impl Settings {
+    pub fn resolve(opts: &Options, env: Env<'_>) -> anyhow::Result<Settings> {
+        let (file, config_file) = load_config_file(opts, env)?;
+
+        let stats_dir = match pick(
+            opts.stats_dir.as_ref().map(|p| p.display().to_string()),
+            "REASONIX_EXPORTER_STATS_DIR",
+            file.stats_dir.clone(),
+            env,
+        ) {
+            Some((raw, origin)) => Setting {
+                value: clean_path(&raw, env)
+                    .ok_or_else(|| anyhow!("stats dir setting from {origin} is blank"))?,
+                origin,
+            },
+            None => {
+                let (value, origin) = reasonix_stats_dir(env).ok_or_else(|| {
+                    anyhow!("cannot find the Reasonix stats dir: no home folder; set --stats-dir")
+                })?;
+                Setting { value, origin }
+            }
+        };
+
+        let state_dir = match pick(
+            opts.state_dir.as_ref().map(|p| p.display().to_string()),
+            "REASONIX_EXPORTER_STATE_DIR",
+            file.state_dir.clone(),
+            env,
+        ) {
+            Some((raw, origin)) => Setting {
+                value: clean_path(&raw, env)
+                    .ok_or_else(|| anyhow!("state dir setting from {origin} is blank"))?,
+                origin,
+            },
+            None => Setting {
+                value: default_state_dir(env)
+                    .ok_or_else(|| anyhow!("cannot choose a state dir: no home folder; set --state-dir"))?,
+                origin: Origin::Default,
+            },
+        };
+
+        let otlp_on = if env("OTEL_SDK_DISABLED").is_some_and(|v| v.trim().eq_ignore_ascii_case("true")) {
+            false
+        } else {
+            match pick(
+                opts.otlp.clone(),
+                "REASONIX_EXPORTER_OTLP",
+                file.otlp.clone(),
+                env,
+            ) {
+                None => true,
+                Some((value, origin)) => match value.trim() {
+                    "on" => true,
+                    "off" => false,
+                    other => bail!("otlp setting '{other}' from {origin} is not valid: use on or off"),
+                },
+            }
+        };
+        let otlp = if otlp_on {
+            Some(resolve_otlp_target(opts, &file, env)?)
+        } else {
+            None
+        };
+
+        let export_interval = match opts.export_interval.clone() {
+            Some(raw) => Setting {
+                value: parse_duration(&raw, "--export-interval")?,
+                origin: Origin::Flag,
+            },
+            None => match env("OTEL_METRIC_EXPORT_INTERVAL") {
+                Some(ms) => Setting {
+                    value: Duration::from_millis(ms.trim().parse().map_err(|_| {
+                        anyhow!("OTEL_METRIC_EXPORT_INTERVAL '{ms}' is not a whole number of milliseconds")
+                    })?),
+                    origin: Origin::Env("OTEL_METRIC_EXPORT_INTERVAL"),
+                },
+                None => match &file.export_interval {
+                    Some(raw) => Setting {
+                        value: parse_duration(raw, "export_interval in the config file")?,
+                        origin: Origin::ConfigFile,
+                    },
+                    None => Setting {
+                        value: Duration::from_secs(60),
+                        origin: Origin::Default,
+                    },
+                },
+            },
+        };
+
+        let poll_interval = match pick(
+            opts.poll_interval.clone(),
+            "REASONIX_EXPORTER_POLL_INTERVAL",
+            file.poll_interval.clone(),
+            env,
+        ) {
+            Some((raw, origin)) => Setting {
+                value: parse_duration(&raw, &format!("poll interval from {origin}"))?,
+                origin,
+            },
+            None => Setting {
+                value: Duration::from_secs(2),
+                origin: Origin::Default,
+            },
+        };
+
+        let prometheus = match pick(
+            opts.prometheus.clone(),
+            "REASONIX_EXPORTER_PROMETHEUS",
+            file.prometheus.clone(),
+            env,
+        ) {
+            Some((raw, origin)) if raw.trim() == "off" => Setting { value: None, origin },
+            Some((raw, origin)) => Setting {
+                value: Some(raw.trim().parse().map_err(|_| {
+                    anyhow!("prometheus address '{raw}' from {origin} is not HOST:PORT (e.g. 127.0.0.1:9464) or off")
+                })?),
+                origin,
+            },
+            None => Setting {
+                value: Some(SocketAddr::from(([127, 0, 0, 1], 9464))),
+                origin: Origin::Default,
+            },
+        };
+
+        Ok(Settings {
+            stats_dir,
+            state_dir,
+            config_file,
+            otlp,
+            export_interval,
+            poll_interval,
+            prometheus,
+            reset_state: opts.reset_state,
+        })
+    }
+}
+
+/// flag, then the variable, then the config file key.
+fn pick(
+    flag: Option<String>,
+    var: &'static str,
+    file: Option<String>,
+    env: Env<'_>,
+) -> Option<(String, Origin)> {
+    flag.map(|v| (v, Origin::Flag))
+        .or_else(|| env(var).map(|v| (v, Origin::Env(var))))
+        .or_else(|| file.map(|v| (v, Origin::ConfigFile)))
+}
+
+fn resolve_otlp_target(opts: &Options, file: &FileConfig, env: Env<'_>) -> anyhow::Result<OtlpTarget> {
+    let protocol = match opts
+        .otlp_protocol
+        .clone()
+        .map(|v| (v, "--otlp-protocol".to_string()))
+        .or_else(|| {
+            [
+                "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL",
+                "OTEL_EXPORTER_OTLP_PROTOCOL",
+            ]
+            .into_iter()
+            .find_map(|var| env(var).map(|v| (v, var.to_string())))
+        })
+        .or_else(|| {
+            file.otlp_protocol
+                .clone()
+                .map(|v| (v, "otlp_protocol in the config file".into()))
+        }) {
+        None => OtlpProtocol::HttpProtobuf,
+        Some((value, from)) => OtlpProtocol::parse(&value).ok_or_else(|| {
+            anyhow!("OTLP protocol '{value}' from {from} is not supported: use grpc or http/protobuf")
+        })?,
+    };
+
+    let endpoint = if let Some(url) = &opts.otlp_endpoint {
+        url.clone()
+    } else if let Some(url) = env("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") {
+        url
+    } else if let Some(base) = env("OTEL_EXPORTER_OTLP_ENDPOINT") {
+        // The spec: the signal path is appended to the generic endpoint for HTTP, not for gRPC.
+        match protocol {
+            OtlpProtocol::HttpProtobuf => format!("{}/v1/metrics", base.trim().trim_end_matches('/')),
+            OtlpProtocol::Grpc => base,
+        }
+    } else if let Some(url) = &file.otlp_endpoint {
+        url.clone()
+    } else {
+        match protocol {
+            OtlpProtocol::HttpProtobuf => "http://localhost:4318/v1/metrics".into(),
+            OtlpProtocol::Grpc => "http://localhost:4317".into(),
+        }
+    };
+    let endpoint = endpoint.trim().to_string();
+    if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
+        bail!("OTLP endpoint '{endpoint}' must start with http:// or https://");
+    }
+
+    let temporality = match env("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE")
+        .map(|v| (v, "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE"))
+        .or_else(|| {
+            file.temporality
+                .clone()
+                .map(|v| (v, "temporality in the config file"))
+        }) {
+        None => Temporality::Cumulative,
+        Some((value, from)) => match value.trim().to_ascii_lowercase().as_str() {
+            "cumulative" => Temporality::Cumulative,
+            // For counters, low-memory means delta.
+            "delta" | "lowmemory" => Temporality::Delta,
+            _ => bail!("temporality '{value}' from {from} is not valid: use cumulative or delta"),
+        },
+    };
+
+    Ok(OtlpTarget {
+        protocol,
+        endpoint,
+        temporality,
+    })
+}
+
+fn parse_duration(raw: &str, what: &str) -> anyhow::Result<Duration> {
+    let value = humantime::parse_duration(raw.trim())
+        .map_err(|_| anyhow!("{what} '{raw}' is not a duration: write e.g. 500ms, 2s or 1m"))?;
+    if value.is_zero() {
+        bail!("{what} must be longer than zero");
+    }
+    Ok(value)
+}
+
+/// Reads the config file: `--config` (which must exist), `$REASONIX_EXPORTER_CONFIG`, or the
+/// default path when present.
+fn load_config_file(opts: &Options, env: Env<'_>) -> anyhow::Result<(FileConfig, Option<PathBuf>)> {
+    let explicit = opts
+        .config
+        .clone()
+        .or_else(|| env("REASONIX_EXPORTER_CONFIG").map(PathBuf::from));
+    let path = match explicit {
+        Some(path) => path,
+        None => match default_config_file(env) {
+            Some(path) if path.is_file() => path,
+            _ => return Ok((FileConfig::default(), None)),
+        },
+    };
+    let text = std::fs::read_to_string(&path).with_context(|| {
+        format!(
+            "cannot read config file {}; fix the path given to --config",
+            path.display()
+        )
+    })?;
+    let config = parse_config(&text).map_err(|e| anyhow!("config file {}: {e}", path.display()))?;
+    Ok((config, Some(path)))
+}
+
+/// Parses a config file's text; an unknown key is an error naming it.
+pub fn parse_config(text: &str) -> Result<FileConfig, String> {
+    toml::from_str(text).map_err(|e| e.message().to_string())
+}
+
+fn default_config_file(env: Env<'_>) -> Option<PathBuf> {
+    let base = env("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| home_dir(env).map(|h| h.join(".config")))?;
+    Some(base.join("reasonix-exporter").join("config.toml"))
+}
+
+/// `$XDG_STATE_HOME/reasonix-exporter`, else the platform's per-user state folder.
+fn default_state_dir(env: Env<'_>) -> Option<PathBuf> {
+    const NAME: &str = "reasonix-exporter";
+    if cfg!(windows) {
+        return env("LOCALAPPDATA").map(|d| Path::new(&d).join(NAME));
+    }
+    if let Some(state) = env("XDG_STATE_HOME").and_then(|v| clean_path(&v, env)) {
+        return Some(state.join(NAME));
+    }
+    let home = home_dir(env)?;
+    if cfg!(target_os = "macos") {
+        return Some(home.join("Library/Application Support").join(NAME));
+    }
+    Some(home.join(".local/state").join(NAME))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |name| map.get(name).cloned()
+    }
+
+    #[test]
+    fn defaults_follow_reasonix_and_xdg() {
+        let s = Settings::resolve(&Options::default(), &env_of(&[("HOME", "/u")])).unwrap();
+        assert_eq!(s.stats_dir.value, PathBuf::from("/u/.reasonix/stats"));
+        assert_eq!(
+            s.state_dir.value,
+            PathBuf::from("/u/.local/state/reasonix-exporter")
+        );
+        let otlp = s.otlp.unwrap();
+        assert_eq!(otlp.endpoint, "http://localhost:4318/v1/metrics");
+        assert_eq!(otlp.protocol, OtlpProtocol::HttpProtobuf);
+        assert_eq!(otlp.temporality, Temporality::Cumulative);
+        assert_eq!(s.export_interval.value, Duration::from_secs(60));
+        assert_eq!(s.prometheus.value, Some("127.0.0.1:9464".parse().unwrap()));
+    }
+
+    #[test]
+    fn flag_beats_variable_beats_default() {
+        let env = env_of(&[
+            ("HOME", "/u"),
+            ("REASONIX_EXPORTER_STATE_DIR", "/from-env"),
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318/"),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+        ]);
+        let s = Settings::resolve(&Options::default(), &env).unwrap();
+        assert_eq!(s.state_dir.value, PathBuf::from("/from-env"));
+        assert_eq!(s.state_dir.origin, Origin::Env("REASONIX_EXPORTER_STATE_DIR"));
+        // gRPC: the generic endpoint is used as it is.
+        assert_eq!(s.otlp.unwrap().endpoint, "http://collector:4318/");
+
+        let opts = Options {
+            state_dir: Some("/from-flag".into()),
+            otlp_protocol: Some("http/protobuf".into()),
+            ..Options::default()
+        };
+        let s = Settings::resolve(&opts, &env).unwrap();
+        assert_eq!(s.state_dir.value, PathBuf::from("/from-flag"));
+        assert_eq!(s.otlp.unwrap().endpoint, "http://collector:4318/v1/metrics");
+    }
+
+    #[test]
+    fn signal_endpoint_is_used_as_given() {
+        let env = env_of(&[
+            ("HOME", "/u"),
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://generic:4318"),
+            ("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "http://m:9/custom"),
+        ]);
+        let s = Settings::resolve(&Options::default(), &env).unwrap();
+        assert_eq!(s.otlp.unwrap().endpoint, "http://m:9/custom");
+    }
+
+    #[test]
+    fn sdk_disabled_turns_otlp_off() {
+        let env = env_of(&[("HOME", "/u"), ("OTEL_SDK_DISABLED", "true")]);
+        assert!(
+            Settings::resolve(&Options::default(), &env)
+                .unwrap()
+                .otlp
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn bad_values_name_the_setting() {
+        let env = env_of(&[("HOME", "/u")]);
+        let opts = Options {
+            otlp_protocol: Some("http/json".into()),
+            ..Options::default()
+        };
+        let err = Settings::resolve(&opts, &env).unwrap_err().to_string();
+        assert!(
+            err.contains("--otlp-protocol") && err.contains("grpc or http/protobuf"),
+            "{err}"
+        );
+        let env = env_of(&[("HOME", "/u"), ("OTEL_METRIC_EXPORT_INTERVAL", "soon")]);
+        let err = Settings::resolve(&Options::default(), &env)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("OTEL_METRIC_EXPORT_INTERVAL"), "{err}");
+    }
+
+    #[test]
+    fn unknown_config_key_is_named() {
+        let err = parse_config("stats_dir = \"/x\"\nstats_dri = \"/y\"\n").unwrap_err();
+        assert!(err.contains("stats_dri"), "{err}");
+    }
+}

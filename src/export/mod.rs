@@ -1,0 +1,4 @@
+//! The export side: counters out of the store, to an OTLP collector.
+
+pub mod otlp;
+pub mod resource;

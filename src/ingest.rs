@@ -1,0 +1,154 @@
+//! A poll: the ledger's new lines become one or more atomic store commits.
+//!
+//! For every file whose size or identity changed, the bytes after its checkpoint are read up to
+//! the last `\n`; each line is hashed, decoded and, if its hash is new, counted. A commit holds
+//! the new hashes, the total deltas and the checkpoints together.
+
+use std::path::Path;
+use std::time::Instant;
+
+use crate::ledger::checkpoint::FileStat;
+use crate::ledger::decode::{Decoded, decode};
+use crate::ledger::discover::{LedgerFile, ledger_files};
+use crate::ledger::tail;
+use crate::series::{AttrSet, MAX_SERIES, Totals};
+use crate::store::counts::IngestCounts;
+use crate::store::seen::LineHash;
+use crate::store::{Batch, Store, StoreError};
+
+/// A batch is committed once it holds this many ledger bytes: large enough that a backfill makes
+/// few fsyncs, small enough that memory stays flat whatever the ledger's size.
+const COMMIT_BYTES: u64 = 32 << 20;
+
+#[derive(Debug, thiserror::Error)]
+pub enum IngestError {
+    #[error("stats dir {path} cannot be read: {source}")]
+    StatsDir { path: String, source: std::io::Error },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// What one poll did, for logs and self-metrics.
+#[derive(Debug, Default, Clone)]
+pub struct PollReport {
+    pub files: usize,
+    pub files_read: usize,
+    /// Files that could not be read this time (permission, deleted mid-read); retried next poll.
+    pub files_failed: usize,
+    pub counts: IngestCounts,
+    pub elapsed: std::time::Duration,
+}
+
+/// Reads everything new under `stats_dir` into `store`.
+pub fn poll(store: &mut Store, stats_dir: &Path) -> Result<PollReport, IngestError> {
+    let started = Instant::now();
+    let files = ledger_files(stats_dir).map_err(|source| IngestError::StatsDir {
+        path: stats_dir.display().to_string(),
+        source,
+    })?;
+    let mut report = PollReport {
+        files: files.len(),
+        ..PollReport::default()
+    };
+    let mut batch = Batch::default();
+    for file in &files {
+        match read_file(store, &mut batch, file)? {
+            FileOutcome::Idle => {}
+            FileOutcome::Read => report.files_read += 1,
+            FileOutcome::Failed => report.files_failed += 1,
+        }
+        if batch.counts.bytes >= COMMIT_BYTES {
+            report.counts.add(&batch.counts);
+            store.commit(std::mem::take(&mut batch))?;
+        }
+    }
+    report.counts.add(&batch.counts);
+    store.commit(batch)?;
+    report.elapsed = started.elapsed();
+    Ok(report)
+}
+
+enum FileOutcome {
+    Idle,
+    Read,
+    Failed,
+}
+
+/// Reads one file's new lines into `batch`, committing along the way for a large file.
+///
+/// A file that cannot be opened or read is left for the next poll: its checkpoint only moves
+/// over lines that were fully processed, so nothing is skipped. Store errors are fatal.
+fn read_file(store: &mut Store, batch: &mut Batch, file: &LedgerFile) -> Result<FileOutcome, StoreError> {
+    let Ok(meta) = std::fs::metadata(&file.path) else {
+        return Ok(FileOutcome::Failed);
+    };
+    let stat = FileStat::of(&meta);
+    let mut tail = match tail::open(&file.path, &stat, store.checkpoint(&file.name)) {
+        Ok(Some(tail)) => tail,
+        Ok(None) => return Ok(FileOutcome::Idle),
+        Err(_) => return Ok(FileOutcome::Failed),
+    };
+    loop {
+        let mut failure = None;
+        let read = tail.next_chunk(|line| {
+            if failure.is_none()
+                && let Err(e) = count_line(store, batch, line)
+            {
+                failure = Some(e);
+            }
+        });
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        let Ok(read) = read else {
+            return Ok(FileOutcome::Failed);
+        };
+        batch.counts.bytes += read as u64;
+        let Ok(checkpoint) = tail.checkpoint() else {
+            return Ok(FileOutcome::Failed);
+        };
+        batch.set_checkpoint(file.name.clone(), checkpoint);
+        if read == 0 {
+            return Ok(FileOutcome::Read);
+        }
+        if batch.counts.bytes >= COMMIT_BYTES {
+            store.commit(std::mem::take(batch))?;
+        }
+    }
+}
+
+/// Hashes, dedupes, decodes and counts one line.
+fn count_line(store: &Store, batch: &mut Batch, line: &[u8]) -> Result<(), StoreError> {
+    let decoded = decode(line);
+    let day = match &decoded {
+        Decoded::Blank => return Ok(()),
+        Decoded::Row(row) => row.day,
+        Decoded::Rejected(_) => None,
+    };
+    if !store.mark_seen(batch, day, LineHash::of(line))? {
+        batch.counts.duplicate += 1;
+        return Ok(());
+    }
+    let row = match decoded {
+        Decoded::Row(row) => row,
+        Decoded::Rejected(why) => {
+            batch.counts.reject(why);
+            return Ok(());
+        }
+        Decoded::Blank => unreachable!("returned above"),
+    };
+    batch.counts.counted += 1;
+    let Some(delta) = Totals::of_row(&row.kind) else {
+        return Ok(());
+    };
+    let attrs = AttrSet::of_row(&row);
+    let known = store.has_series(&attrs) || batch.has_series(&attrs);
+    let attrs = if known || store.series_count() + batch.new_series(store) < MAX_SERIES {
+        attrs
+    } else {
+        batch.counts.folded += 1;
+        AttrSet::folded()
+    };
+    batch.add(attrs, &delta);
+    Ok(())
+}

@@ -1,0 +1,586 @@
+//! One ledger line in, one [`Decoded`] out: the allow-list decoder of contract §2.
+//!
+//! Only `ts, model, source, prompt, completion, reasoning, cache_hit, cache_miss, total, requests,
+//! turn` and the presence of `compaction` are looked at. Every other key is skipped by serde's
+//! `IgnoredAny` without its value ever being copied, so nothing a future Reasonix writes (or a
+//! prompt that leaked into a field) can reach the store, a label or a log line.
+//!
+//! The decoder follows Go's `encoding/json`, which is what Reasonix reads its own ledger with:
+//! invalid UTF-8 becomes U+FFFD byte by byte, a repeated key's last value wins, `null` is the same
+//! as an absent key.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+use super::timestamp::{Day, day_of_rfc3339};
+
+/// The token and request counts a usage row carries; absent counts are zero.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Counts {
+    pub prompt: u64,
+    pub completion: u64,
+    pub reasoning: u64,
+    pub cache_hit: u64,
+    pub cache_miss: u64,
+    pub total: u64,
+    /// Already normalised: `requests` as written, or 1 for a legacy row (absent or 0, `total > 0`).
+    pub requests: u64,
+}
+
+/// What a well-formed row means for the counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowKind {
+    /// Token and request counts to add.
+    Usage(Counts),
+    /// A turn-completed marker: `turns += 1`, nothing else.
+    Turn,
+    /// Context-compaction diagnostics: counts nothing.
+    Compaction,
+}
+
+/// A well-formed ledger row, reduced to the allow-listed fields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Row<'a> {
+    pub kind: RowKind,
+    pub model: Option<Cow<'a, str>>,
+    pub source: Option<Cow<'a, str>>,
+    /// The calendar day of `ts` as written (its local date), when the row has one.
+    pub day: Option<Day>,
+}
+
+/// Why a line counts nothing. Tallied in a self-metric; the line itself is never kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Rejection {
+    /// Not JSON, even after Go-style replacement of invalid UTF-8 (a torn fragment, say).
+    InvalidJson,
+    /// Valid JSON, but not an object.
+    NotObject,
+    /// A count that is not a non-negative integer below 2^63.
+    BadCount,
+    /// `ts` present but not an RFC 3339 string.
+    BadTimestamp,
+    /// `model` or `source` present but not a string.
+    BadLabel,
+    /// `turn` present but not a boolean.
+    BadTurn,
+}
+
+impl Rejection {
+    pub const ALL: [Rejection; 6] = [
+        Rejection::InvalidJson,
+        Rejection::NotObject,
+        Rejection::BadCount,
+        Rejection::BadTimestamp,
+        Rejection::BadLabel,
+        Rejection::BadTurn,
+    ];
+
+    /// The value of the `reason` attribute on the rejected-lines self-metric.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rejection::InvalidJson => "invalid_json",
+            Rejection::NotObject => "not_object",
+            Rejection::BadCount => "bad_count",
+            Rejection::BadTimestamp => "bad_ts",
+            Rejection::BadLabel => "bad_label",
+            Rejection::BadTurn => "bad_turn",
+        }
+    }
+}
+
+/// The decoder's verdict on one line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decoded<'a> {
+    /// Empty or white space only: ignored, neither counted nor rejected.
+    Blank,
+    Row(Row<'a>),
+    Rejected(Rejection),
+}
+
+/// Decodes one line (without its `\n`).
+pub fn decode(line: &[u8]) -> Decoded<'_> {
+    if line.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r')) {
+        return Decoded::Blank;
+    }
+    match go_lossy_utf8(line) {
+        Cow::Borrowed(text) => decode_text(text),
+        // The row borrows from the text; a repaired line is rare, so its labels are owned.
+        Cow::Owned(text) => match decode_text(&text) {
+            Decoded::Row(row) => Decoded::Row(row.into_owned()),
+            Decoded::Blank => Decoded::Blank,
+            Decoded::Rejected(why) => Decoded::Rejected(why),
+        },
+    }
+}
+
+fn decode_text(text: &str) -> Decoded<'_> {
+    let fields = match serde_json::from_str::<Parsed<'_>>(text) {
+        Ok(Parsed::Object(fields)) => fields,
+        Ok(Parsed::NotObject) => return Decoded::Rejected(Rejection::NotObject),
+        Err(_) => return Decoded::Rejected(Rejection::InvalidJson),
+    };
+    match fields.into_row() {
+        Ok(row) => Decoded::Row(row),
+        Err(why) => Decoded::Rejected(why),
+    }
+}
+
+impl Row<'_> {
+    fn into_owned(self) -> Row<'static> {
+        Row {
+            kind: self.kind,
+            model: self.model.map(|m| Cow::Owned(m.into_owned())),
+            source: self.source.map(|s| Cow::Owned(s.into_owned())),
+            day: self.day,
+        }
+    }
+}
+
+/// Replaces invalid UTF-8 the way Go's decoder does: one U+FFFD for every byte that does not
+/// start a valid sequence. (Rust's `from_utf8_lossy` folds a truncated sequence into one U+FFFD,
+/// which would give a different label value than Reasonix shows.)
+fn go_lossy_utf8(bytes: &[u8]) -> Cow<'_, str> {
+    let first_error = match std::str::from_utf8(bytes) {
+        Ok(text) => return Cow::Borrowed(text),
+        Err(error) => error,
+    };
+    let mut out = String::with_capacity(bytes.len() + 8);
+    let mut rest = bytes;
+    let mut error = first_error;
+    loop {
+        let (valid, after) = rest.split_at(error.valid_up_to());
+        out.push_str(std::str::from_utf8(valid).unwrap_or_default());
+        let bad = error.error_len().unwrap_or(after.len());
+        out.extend(std::iter::repeat_n(char::REPLACEMENT_CHARACTER, bad));
+        rest = &after[bad..];
+        match std::str::from_utf8(rest) {
+            Ok(tail) => {
+                out.push_str(tail);
+                return Cow::Owned(out);
+            }
+            Err(next) => error = next,
+        }
+    }
+}
+
+/// A field's value as found; a wrong type is kept as `Bad` so that the rejection can say why.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum Field<T> {
+    #[default]
+    Absent,
+    Value(T),
+    Bad,
+}
+
+#[derive(Debug, Default)]
+struct Fields<'a> {
+    ts: Field<Cow<'a, str>>,
+    model: Field<Cow<'a, str>>,
+    source: Field<Cow<'a, str>>,
+    prompt: Field<u64>,
+    completion: Field<u64>,
+    reasoning: Field<u64>,
+    cache_hit: Field<u64>,
+    cache_miss: Field<u64>,
+    total: Field<u64>,
+    requests: Field<u64>,
+    turn: Field<bool>,
+    compaction: bool,
+}
+
+impl<'a> Fields<'a> {
+    fn into_row(self) -> Result<Row<'a>, Rejection> {
+        let day = match self.ts {
+            Field::Absent => None,
+            Field::Value(ts) => Some(day_of_rfc3339(&ts).ok_or(Rejection::BadTimestamp)?),
+            Field::Bad => return Err(Rejection::BadTimestamp),
+        };
+        let label = |field: Field<Cow<'a, str>>| match field {
+            Field::Absent => Ok(None),
+            Field::Value(text) => Ok(Some(text)),
+            Field::Bad => Err(Rejection::BadLabel),
+        };
+        let model = label(self.model)?;
+        let source = label(self.source)?;
+        let turn = match self.turn {
+            Field::Absent => false,
+            Field::Value(turn) => turn,
+            Field::Bad => return Err(Rejection::BadTurn),
+        };
+        let count = |field: Field<u64>| match field {
+            Field::Absent => Ok(0),
+            Field::Value(n) => Ok(n),
+            Field::Bad => Err(Rejection::BadCount),
+        };
+        let mut counts = Counts {
+            prompt: count(self.prompt)?,
+            completion: count(self.completion)?,
+            reasoning: count(self.reasoning)?,
+            cache_hit: count(self.cache_hit)?,
+            cache_miss: count(self.cache_miss)?,
+            total: count(self.total)?,
+            requests: count(self.requests)?,
+        };
+        // Rows older than the `requests` field stand for one request each.
+        if counts.requests == 0 && counts.total > 0 {
+            counts.requests = 1;
+        }
+        let kind = if turn {
+            RowKind::Turn
+        } else if self.compaction {
+            RowKind::Compaction
+        } else {
+            RowKind::Usage(counts)
+        };
+        Ok(Row {
+            kind,
+            model,
+            source,
+            day,
+        })
+    }
+}
+
+/// The top level of a line: an object's allow-listed fields, or the fact that it is no object.
+enum Parsed<'a> {
+    Object(Fields<'a>),
+    NotObject,
+}
+
+impl<'de> de::Deserialize<'de> for Parsed<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(TopLevel)
+    }
+}
+
+struct TopLevel;
+
+impl<'de> Visitor<'de> for TopLevel {
+    type Value = Parsed<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut fields = Fields::default();
+        while let Some(key) = map.next_key::<Text<'de>>()? {
+            // Last value wins for a repeated key, as in Go.
+            match key.0.as_ref() {
+                "ts" => fields.ts = map.next_value::<Scalar<'de>>()?.into_text(),
+                "model" => fields.model = map.next_value::<Scalar<'de>>()?.into_text(),
+                "source" => fields.source = map.next_value::<Scalar<'de>>()?.into_text(),
+                "prompt" => fields.prompt = map.next_value::<Scalar<'de>>()?.into_count(),
+                "completion" => fields.completion = map.next_value::<Scalar<'de>>()?.into_count(),
+                "reasoning" => fields.reasoning = map.next_value::<Scalar<'de>>()?.into_count(),
+                "cache_hit" => fields.cache_hit = map.next_value::<Scalar<'de>>()?.into_count(),
+                "cache_miss" => fields.cache_miss = map.next_value::<Scalar<'de>>()?.into_count(),
+                "total" => fields.total = map.next_value::<Scalar<'de>>()?.into_count(),
+                "requests" => fields.requests = map.next_value::<Scalar<'de>>()?.into_count(),
+                "turn" => fields.turn = map.next_value::<Scalar<'de>>()?.into_bool(),
+                "compaction" => fields.compaction = !matches!(map.next_value::<Scalar<'de>>()?, Scalar::Null),
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(Parsed::Object(fields))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Parsed::NotObject)
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(Parsed::NotObject)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(Parsed::NotObject)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(Parsed::NotObject)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(Parsed::NotObject)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(Parsed::NotObject)
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(Parsed::NotObject)
+    }
+}
+
+/// A JSON string, borrowed from the line when it has no escapes.
+struct Text<'a>(Cow<'a, str>);
+
+impl<'de> de::Deserialize<'de> for Text<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        match Scalar::deserialize(deserializer)? {
+            Scalar::Str(text) => Ok(Text(text)),
+            _ => Err(de::Error::custom("expected a string")),
+        }
+    }
+}
+
+/// Any JSON value, reduced to what an allow-listed field can use. Containers and floats are
+/// consumed without being kept.
+enum Scalar<'a> {
+    Null,
+    Bool(bool),
+    Unsigned(u64),
+    Negative,
+    Str(Cow<'a, str>),
+    Other,
+}
+
+impl<'de> Scalar<'de> {
+    fn into_count(self) -> Field<u64> {
+        match self {
+            Scalar::Null => Field::Absent,
+            Scalar::Unsigned(n) if n <= i64::MAX as u64 => Field::Value(n),
+            _ => Field::Bad,
+        }
+    }
+
+    fn into_bool(self) -> Field<bool> {
+        match self {
+            Scalar::Null => Field::Absent,
+            Scalar::Bool(b) => Field::Value(b),
+            _ => Field::Bad,
+        }
+    }
+
+    fn into_text(self) -> Field<Cow<'de, str>> {
+        match self {
+            Scalar::Null => Field::Absent,
+            Scalar::Str(text) => Field::Value(text),
+            _ => Field::Bad,
+        }
+    }
+}
+
+impl<'de> de::Deserialize<'de> for Scalar<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ScalarVisitor)
+    }
+}
+
+struct ScalarVisitor;
+
+impl<'de> Visitor<'de> for ScalarVisitor {
+    type Value = Scalar<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(Scalar::Null)
+    }
+    fn visit_none<E>(self) -> Result<Self::Value, E> {
+        Ok(Scalar::Null)
+    }
+    fn visit_bool<E>(self, b: bool) -> Result<Self::Value, E> {
+        Ok(Scalar::Bool(b))
+    }
+    fn visit_u64<E>(self, n: u64) -> Result<Self::Value, E> {
+        Ok(Scalar::Unsigned(n))
+    }
+    fn visit_i64<E>(self, n: i64) -> Result<Self::Value, E> {
+        // serde_json hands non-negative integers to visit_u64; "-0" arrives here as 0.
+        Ok(u64::try_from(n).map_or(Scalar::Negative, Scalar::Unsigned))
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(Scalar::Other)
+    }
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(Scalar::Str(Cow::Borrowed(v)))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Scalar::Str(Cow::Owned(v.to_owned())))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Scalar::Other)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(Scalar::Other)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(line: &str) -> Row<'_> {
+        match decode(line.as_bytes()) {
+            Decoded::Row(row) => row,
+            other => panic!("{line}: {other:?}"),
+        }
+    }
+
+    fn rejected(line: &[u8]) -> Rejection {
+        match decode(line) {
+            Decoded::Rejected(why) => why,
+            other => panic!("{}: {other:?}", String::from_utf8_lossy(line)),
+        }
+    }
+
+    fn usage(line: &str) -> Counts {
+        match row(line).kind {
+            RowKind::Usage(counts) => counts,
+            other => panic!("{line}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn usage_row_keeps_every_count() {
+        let line = r#"{"ts":"2026-08-07T00:22:43.571662+08:00","model":"deepseek/deepseek-v4-flash","source":"desktop","prompt":7517,"completion":260,"reasoning":120,"cache_hit":7424,"cache_miss":93,"total":7777,"requests":1}"#;
+        let r = row(line);
+        assert_eq!(r.model.as_deref(), Some("deepseek/deepseek-v4-flash"));
+        assert_eq!(r.source.as_deref(), Some("desktop"));
+        assert_eq!(r.day.unwrap().as_str(), "2026-08-07");
+        assert_eq!(
+            r.kind,
+            RowKind::Usage(Counts {
+                prompt: 7517,
+                completion: 260,
+                reasoning: 120,
+                cache_hit: 7424,
+                cache_miss: 93,
+                total: 7777,
+                requests: 1,
+            })
+        );
+    }
+
+    #[test]
+    fn legacy_row_counts_one_request() {
+        assert_eq!(
+            usage(r#"{"ts":"2026-08-02T10:00:00+08:00","total":100}"#).requests,
+            1
+        );
+        assert_eq!(usage(r#"{"total":100,"requests":0}"#).requests, 1);
+        assert_eq!(usage(r#"{"total":0}"#).requests, 0);
+        assert_eq!(usage(r#"{"model":"m","requests":3}"#).requests, 3);
+    }
+
+    #[test]
+    fn turn_and_compaction_rows() {
+        assert_eq!(
+            row(r#"{"ts":"2026-08-15T12:25:02Z","source":"cli","turn":true}"#).kind,
+            RowKind::Turn
+        );
+        // A turn marker counts a turn and nothing else, whatever else it carries.
+        assert_eq!(row(r#"{"turn":true,"total":5}"#).kind, RowKind::Turn);
+        assert_eq!(
+            row(r#"{"source":"desktop","compaction":{"trigger":"auto"}}"#).kind,
+            RowKind::Compaction
+        );
+        assert!(matches!(
+            row(r#"{"compaction":null,"total":1}"#).kind,
+            RowKind::Usage(_)
+        ));
+        assert!(matches!(
+            row(r#"{"turn":false,"total":1}"#).kind,
+            RowKind::Usage(_)
+        ));
+    }
+
+    #[test]
+    fn blank_lines_are_ignored() {
+        assert_eq!(decode(b""), Decoded::Blank);
+        assert_eq!(decode(b"  \t\r"), Decoded::Blank);
+    }
+
+    #[test]
+    fn rejections_by_reason() {
+        assert_eq!(rejected(br#"{"ts":"2026-08-07T00:22"#), Rejection::InvalidJson);
+        assert_eq!(rejected(b"not json"), Rejection::InvalidJson);
+        assert_eq!(rejected(br#"{"total":1} {"total":2}"#), Rejection::InvalidJson);
+        assert_eq!(rejected(b"[1,2]"), Rejection::NotObject);
+        assert_eq!(rejected(b"42"), Rejection::NotObject);
+        assert_eq!(rejected(b"null"), Rejection::NotObject);
+        for bad in [
+            r#""5""#,
+            "1.5",
+            "1.0",
+            "1e3",
+            "-1",
+            "true",
+            "[]",
+            "{}",
+            "9223372036854775808",
+        ] {
+            assert_eq!(
+                rejected(format!(r#"{{"total":{bad}}}"#).as_bytes()),
+                Rejection::BadCount,
+                "{bad}"
+            );
+        }
+        assert_eq!(rejected(br#"{"ts":"yesterday"}"#), Rejection::BadTimestamp);
+        assert_eq!(rejected(br#"{"ts":1754000000}"#), Rejection::BadTimestamp);
+        assert_eq!(rejected(br#"{"model":5}"#), Rejection::BadLabel);
+        assert_eq!(rejected(br#"{"source":["cli"]}"#), Rejection::BadLabel);
+        assert_eq!(rejected(br#"{"turn":"true"}"#), Rejection::BadTurn);
+        assert_eq!(rejected(br#"{"turn":1}"#), Rejection::BadTurn);
+    }
+
+    #[test]
+    fn null_counts_as_absent() {
+        let r = row(r#"{"ts":null,"model":null,"source":null,"total":null,"prompt":3,"turn":null}"#);
+        assert_eq!(r.day, None);
+        assert_eq!(r.model, None);
+        assert_eq!(usage(r#"{"total":null,"prompt":3}"#).prompt, 3);
+    }
+
+    #[test]
+    fn largest_count_is_accepted() {
+        assert_eq!(usage(r#"{"total":9223372036854775807}"#).total, i64::MAX as u64);
+    }
+
+    #[test]
+    fn repeated_key_last_value_wins() {
+        assert_eq!(usage(r#"{"total":1,"total":7}"#).total, 7);
+        assert_eq!(rejected(br#"{"total":1,"total":"x"}"#), Rejection::BadCount);
+    }
+
+    #[test]
+    fn unknown_fields_are_skipped_whatever_their_shape() {
+        let line = r#"{"ts":"2026-08-07T00:22:43Z","prompt_text":"SECRET","total":5,"nested":{"a":[1,{"b":"SECRET"}]},"cost_amount":"0.01","future":1.5}"#;
+        assert_eq!(usage(line).total, 5);
+    }
+
+    #[test]
+    fn invalid_utf8_is_replaced_byte_by_byte_like_go() {
+        assert_eq!(go_lossy_utf8(b"a\xffb"), "a\u{FFFD}b");
+        // A truncated 4-byte sequence: Go gives one U+FFFD per byte, Rust's lossy gives one.
+        assert_eq!(go_lossy_utf8(b"\xf0\x9f\x98a"), "\u{FFFD}\u{FFFD}\u{FFFD}a");
+        assert_eq!(go_lossy_utf8(b"end\xe2\x82"), "end\u{FFFD}\u{FFFD}");
+        let r = row(r#"{"model":"m\u0000","total":1}"#);
+        assert_eq!(r.model.as_deref(), Some("m\u{0}"));
+        assert_eq!(
+            rejected(b"{\"model\":\"m\x00\",\"total\":1}"),
+            Rejection::InvalidJson
+        );
+        let line = b"{\"model\":\"deep\xffseek/x\",\"total\":1}";
+        match decode(line) {
+            Decoded::Row(r) => assert_eq!(r.model.as_deref(), Some("deep\u{FFFD}seek/x")),
+            other => panic!("{other:?}"),
+        }
+        // Invalid UTF-8 outside a string is still invalid JSON.
+        assert_eq!(rejected(b"{\"total\":1}\xff"), Rejection::InvalidJson);
+    }
+
+    #[test]
+    fn escaped_keys_and_values_are_decoded() {
+        let r = row(r#"{"\u0074otal":3,"model":"a\u002fb","source":"\u003ccli\u003e"}"#);
+        assert_eq!(r.model.as_deref(), Some("a/b"));
+        assert_eq!(r.source.as_deref(), Some("<cli>"));
+        assert!(matches!(r.kind, RowKind::Usage(Counts { total: 3, .. })));
+    }
+}

@@ -1,0 +1,7 @@
+//! The ledger side: find the files, tail them, decode their lines. Read-only, always.
+
+pub mod checkpoint;
+pub mod decode;
+pub mod discover;
+pub mod tail;
+pub mod timestamp;

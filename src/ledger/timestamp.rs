@@ -1,0 +1,147 @@
+//! RFC 3339 validation of `ts`, and the calendar day that partitions the seen set.
+
+use std::fmt;
+
+/// A calendar day as written at the start of a row's `ts` (`YYYY-MM-DD`, the writer's local
+/// date). Derived from the line's own bytes, so copies of a line always land on the same day.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Day([u8; 10]);
+
+impl Day {
+    pub fn as_bytes(&self) -> &[u8; 10] {
+        &self.0
+    }
+
+    pub fn as_str(&self) -> &str {
+        // Only ever built from validated ASCII digits and dashes.
+        std::str::from_utf8(&self.0).unwrap_or("0000-00-00")
+    }
+
+    /// Parses the form [`Day::as_bytes`] produces, as kept in store keys.
+    pub fn from_bytes(bytes: &[u8]) -> Option<Day> {
+        let text = std::str::from_utf8(bytes).ok()?;
+        let date: [u8; 10] = bytes.try_into().ok()?;
+        valid_date(text.as_bytes()).then_some(Day(date))
+    }
+}
+
+impl fmt::Debug for Day {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The day of an RFC 3339 timestamp, or `None` when `ts` is not one.
+///
+/// Accepts what Go's `time.Time` JSON decoding accepts from Reasonix:
+/// `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`, with real calendar dates and in-range fields.
+pub fn day_of_rfc3339(ts: &str) -> Option<Day> {
+    let b = ts.as_bytes();
+    if b.len() < 20 || !valid_date(&b[..10]) || b[10] != b'T' {
+        return None;
+    }
+    let (hour, minute, second) = (two(b, 11)?, two(b, 14)?, two(b, 17)?);
+    if b[13] != b':' || b[16] != b':' || hour > 23 || minute > 59 || second > 59 {
+        return None;
+    }
+    let mut rest = &b[19..];
+    if let [b'.', fraction @ ..] = rest {
+        let digits = fraction.iter().take_while(|c| c.is_ascii_digit()).count();
+        if digits == 0 {
+            return None;
+        }
+        rest = &fraction[digits..];
+    }
+    let zone_ok = match rest {
+        [b'Z'] => true,
+        [b'+' | b'-', ..] if rest.len() == 6 && rest[3] == b':' => {
+            matches!((two(rest, 1), two(rest, 4)), (Some(h), Some(m)) if h <= 23 && m <= 59)
+        }
+        _ => false,
+    };
+    zone_ok.then(|| Day(b[..10].try_into().expect("ten bytes")))
+}
+
+fn valid_date(b: &[u8]) -> bool {
+    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
+        return false;
+    }
+    let year = match (two(b, 0), two(b, 2)) {
+        (Some(century), Some(rest)) => century as u32 * 100 + rest as u32,
+        _ => return false,
+    };
+    let (Some(month), Some(day)) = (two(b, 5), two(b, 8)) else {
+        return false;
+    };
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let days_in_month = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return false,
+    };
+    (1..=days_in_month).contains(&day)
+}
+
+/// Two ASCII digits at `at`, as a number.
+fn two(b: &[u8], at: usize) -> Option<u8> {
+    match b.get(at..at + 2)? {
+        [tens @ b'0'..=b'9', ones @ b'0'..=b'9'] => Some((tens - b'0') * 10 + (ones - b'0')),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_the_timestamps_reasonix_writes() {
+        for ts in [
+            "2026-08-07T00:22:43.571662+08:00",
+            "2026-08-15T12:25:02.104937261+01:00",
+            "2026-08-15T12:25:02.1049372-05:30",
+            "2026-08-02T10:00:00+08:00",
+            "2026-08-02T10:00:00Z",
+            "2024-02-29T23:59:59.5Z",
+        ] {
+            assert!(day_of_rfc3339(ts).is_some(), "{ts}");
+        }
+        assert_eq!(
+            day_of_rfc3339("2026-08-07T00:22:43Z").unwrap().as_str(),
+            "2026-08-07"
+        );
+    }
+
+    #[test]
+    fn rejects_what_is_not_rfc3339() {
+        for ts in [
+            "",
+            "2026-08-07",
+            "2026-08-07 00:22:43Z",
+            "2026-08-07T00:22:43",
+            "2026-08-07T24:00:00Z",
+            "2026-08-07T00:60:00Z",
+            "2026-08-07T00:00:60Z",
+            "2026-13-07T00:00:00Z",
+            "2026-02-29T00:00:00Z",
+            "2026-04-31T00:00:00Z",
+            "2026-08-07T00:00:00.Z",
+            "2026-08-07T00:00:00+0800",
+            "2026-08-07T00:00:00+24:00",
+            "2026-08-07T00:00:00z",
+            "1754000000",
+            "2026-08-07T00:00:00Zjunk",
+        ] {
+            assert!(day_of_rfc3339(ts).is_none(), "{ts}");
+        }
+    }
+
+    #[test]
+    fn day_round_trips_through_bytes() {
+        let day = day_of_rfc3339("2026-09-15T01:02:03Z").unwrap();
+        assert_eq!(Day::from_bytes(day.as_bytes()), Some(day));
+        assert_eq!(Day::from_bytes(b"2026-9-15"), None);
+    }
+}

@@ -1,0 +1,11 @@
+//! reasonix-exporter: the Reasonix usage ledger as exact OpenTelemetry counters.
+//!
+//! Data flows one way: [`ledger`] (find, tail, decode) → [`ingest`] → [`store`] (seen set,
+//! totals, checkpoints) → [`export`] (OTLP) → [`cli`].
+
+pub mod cli;
+pub mod export;
+pub mod ingest;
+pub mod ledger;
+pub mod series;
+pub mod store;

@@ -1,0 +1,68 @@
+//! Lifetime ingestion counts: what was read, counted, skipped as a duplicate or rejected.
+
+use crate::ledger::decode::Rejection;
+
+/// Every complete, non-blank line read is exactly one of counted, duplicate or rejected.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct IngestCounts {
+    /// New lines accepted (usage, turn and compaction rows).
+    pub counted: u64,
+    /// Lines whose bytes had been seen before, anywhere.
+    pub duplicate: u64,
+    /// New lines that count nothing, by [`Rejection`] in the order of `Rejection::ALL`.
+    pub rejected: [u64; Rejection::ALL.len()],
+    /// Increments whose attribute set was folded into `other` (contract §2).
+    pub folded: u64,
+    /// Ledger bytes read, re-reads included.
+    pub bytes: u64,
+}
+
+const FIELDS: usize = 4 + Rejection::ALL.len();
+
+impl IngestCounts {
+    pub fn read(&self) -> u64 {
+        self.counted + self.duplicate + self.rejected_total()
+    }
+
+    pub fn rejected_total(&self) -> u64 {
+        self.rejected.iter().sum()
+    }
+
+    pub fn reject(&mut self, why: Rejection) {
+        let i = Rejection::ALL.iter().position(|r| *r == why).expect("listed");
+        self.rejected[i] += 1;
+    }
+
+    pub fn add(&mut self, other: &IngestCounts) {
+        self.counted += other.counted;
+        self.duplicate += other.duplicate;
+        for (a, b) in self.rejected.iter_mut().zip(other.rejected) {
+            *a += b;
+        }
+        self.folded += other.folded;
+        self.bytes += other.bytes;
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        let mut fields = vec![self.counted, self.duplicate, self.folded, self.bytes];
+        fields.extend_from_slice(&self.rejected);
+        fields.iter().flat_map(|v| v.to_le_bytes()).collect()
+    }
+
+    pub fn decode(bytes: &[u8]) -> Option<IngestCounts> {
+        if bytes.len() != FIELDS * 8 {
+            return None;
+        }
+        let f: Vec<u64> = bytes
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+            .collect();
+        Some(IngestCounts {
+            counted: f[0],
+            duplicate: f[1],
+            folded: f[2],
+            bytes: f[3],
+            rejected: f[4..].try_into().ok()?,
+        })
+    }
+}

@@ -1,0 +1,361 @@
+//! The store: the only durable state. A sled database under the state dir holding the seen set,
+//! lifetime totals per attribute set, what has been delivered to the collector, per-file
+//! checkpoints and ingestion counts. Every batch commits atomically, so a crash never leaves a
+//! line counted without its hash, or a hash without its count.
+//!
+//! sled 0.34 is unmaintained; nothing outside this module sees it, so a change of engine touches
+//! this file alone.
+
+pub mod counts;
+pub mod lock;
+pub mod seen;
+
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use crate::ledger::checkpoint::Checkpoint;
+use crate::series::{AttrSet, Totals};
+use counts::IngestCounts;
+use lock::StateLock;
+use seen::{LineHash, Partition, PartitionKey, partition_store_key};
+
+/// The on-disk format this build writes. A store with a higher number was written by a newer
+/// release and is refused rather than misread.
+pub const FORMAT_VERSION: u32 = 1;
+
+const KEY_VERSION: &[u8] = b"version";
+const KEY_CREATED: &[u8] = b"created";
+const KEY_COUNTS: &[u8] = b"counts";
+const PREFIX_TOTALS: &[u8] = b"t/";
+const PREFIX_DELIVERED: &[u8] = b"d/";
+const PREFIX_CHECKPOINT: &[u8] = b"c/";
+
+/// sled's page cache. The working set is a few day partitions and the totals; more cache only
+/// grows the resident size.
+const CACHE_BYTES: u64 = 16 << 20;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error(
+        "state dir {path} is in use by another reasonix-exporter{}; stop it, or give this one its own --state-dir",
+        owner.map(|pid| format!(" (pid {pid})")).unwrap_or_default()
+    )]
+    Locked { path: PathBuf, owner: Option<u32> },
+    #[error(
+        "store at {path} is corrupted ({detail}); run once with --reset-state to rebuild it from the ledger"
+    )]
+    Corrupt { path: PathBuf, detail: String },
+    #[error(
+        "store at {path} was written by a newer reasonix-exporter (format {found}, this one reads {FORMAT_VERSION}); upgrade, or run with --reset-state to rebuild it"
+    )]
+    NewerFormat { path: PathBuf, found: u32 },
+    #[error(
+        "store at {path}: {source}; check that the state dir is writable and its disk has room, or choose another with --state-dir"
+    )]
+    Io { path: PathBuf, source: std::io::Error },
+}
+
+/// Work read from the ledger, not yet committed: new hashes, total deltas, checkpoints, counts.
+#[derive(Debug, Default)]
+pub struct Batch {
+    partitions: HashMap<PartitionKey, Partition>,
+    deltas: HashMap<AttrSet, Totals>,
+    checkpoints: HashMap<OsString, Checkpoint>,
+    pub counts: IngestCounts,
+}
+
+impl Batch {
+    /// Adds `delta` to the series `attrs`.
+    pub fn add(&mut self, attrs: AttrSet, delta: &Totals) {
+        self.deltas.entry(attrs).or_default().add(delta);
+    }
+
+    /// Whether the batch already holds increments for `attrs`.
+    pub fn has_series(&self, attrs: &AttrSet) -> bool {
+        self.deltas.contains_key(attrs)
+    }
+
+    /// The series this batch adds that the store does not know yet.
+    pub fn new_series(&self, store: &Store) -> usize {
+        self.deltas
+            .keys()
+            .filter(|a| !store.lifetime.contains_key(*a))
+            .count()
+    }
+
+    pub fn set_checkpoint(&mut self, file: OsString, checkpoint: Checkpoint) {
+        self.checkpoints.insert(file, checkpoint);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.deltas.is_empty() && self.checkpoints.is_empty() && self.counts == IngestCounts::default()
+    }
+
+    /// Hashes held in memory, to bound a batch's size.
+    pub fn hashes_loaded(&self) -> usize {
+        self.partitions.values().map(Partition::len).sum()
+    }
+}
+
+/// The open store. One per state dir per machine, enforced by [`StateLock`].
+pub struct Store {
+    db: sled::Db,
+    path: PathBuf,
+    created: SystemTime,
+    lifetime: BTreeMap<AttrSet, Totals>,
+    delivered: BTreeMap<AttrSet, Totals>,
+    checkpoints: HashMap<OsString, Checkpoint>,
+    counts: IngestCounts,
+    _lock: StateLock,
+}
+
+impl Store {
+    /// Opens (or creates) the store under `state_dir`. With `reset`, an existing store is deleted
+    /// first: the ledger is then read again from the start.
+    pub fn open(state_dir: &Path, reset: bool) -> Result<Store, StoreError> {
+        std::fs::create_dir_all(state_dir).map_err(|source| StoreError::Io {
+            path: state_dir.to_path_buf(),
+            source,
+        })?;
+        let lock = StateLock::acquire(state_dir)?;
+        let path = state_dir.join("store");
+        if reset && path.exists() {
+            std::fs::remove_dir_all(&path).map_err(|source| StoreError::Io {
+                path: path.clone(),
+                source,
+            })?;
+        }
+        let db = sled::Config::new()
+            .path(&path)
+            .cache_capacity(CACHE_BYTES)
+            .flush_every_ms(None)
+            .open()
+            .map_err(|e| sled_error(&path, e))?;
+        let mut store = Store {
+            db,
+            path,
+            created: SystemTime::now(),
+            lifetime: BTreeMap::new(),
+            delivered: BTreeMap::new(),
+            checkpoints: HashMap::new(),
+            counts: IngestCounts::default(),
+            _lock: lock,
+        };
+        store.load()?;
+        Ok(store)
+    }
+
+    fn load(&mut self) -> Result<(), StoreError> {
+        let corrupt = |what: &str| StoreError::Corrupt {
+            path: self.path.clone(),
+            detail: format!("unreadable {what}"),
+        };
+        match self.get(KEY_VERSION)? {
+            None if self.db.is_empty() => {
+                let created = self
+                    .created
+                    .duration_since(SystemTime::UNIX_EPOCH)
+                    .unwrap_or_default();
+                let mut init = sled::Batch::default();
+                init.insert(KEY_VERSION, &FORMAT_VERSION.to_le_bytes());
+                init.insert(KEY_CREATED, &(created.as_nanos() as u64).to_le_bytes());
+                self.db.apply_batch(init).map_err(|e| sled_error(&self.path, e))?;
+                self.db.flush().map_err(|e| sled_error(&self.path, e))?;
+                return Ok(());
+            }
+            None => return Err(corrupt("format version")),
+            Some(v) => {
+                let found = u32::from_le_bytes(v.as_ref().try_into().map_err(|_| corrupt("format version"))?);
+                if found > FORMAT_VERSION {
+                    return Err(StoreError::NewerFormat {
+                        path: self.path.clone(),
+                        found,
+                    });
+                }
+            }
+        }
+        let created = self.get(KEY_CREATED)?.ok_or_else(|| corrupt("creation time"))?;
+        let nanos = u64::from_le_bytes(
+            created
+                .as_ref()
+                .try_into()
+                .map_err(|_| corrupt("creation time"))?,
+        );
+        self.created = SystemTime::UNIX_EPOCH + std::time::Duration::from_nanos(nanos);
+        if let Some(bytes) = self.get(KEY_COUNTS)? {
+            self.counts = IngestCounts::decode(&bytes).ok_or_else(|| corrupt("ingestion counts"))?;
+        }
+        for (prefix, into_delivered) in [(PREFIX_TOTALS, false), (PREFIX_DELIVERED, true)] {
+            for entry in self.db.scan_prefix(prefix) {
+                let (key, value) = entry.map_err(|e| sled_error(&self.path, e))?;
+                let attrs = AttrSet::decode(&key[prefix.len()..]).ok_or_else(|| corrupt("series key"))?;
+                let totals = Totals::decode(&value).ok_or_else(|| corrupt("totals"))?;
+                let map = if into_delivered {
+                    &mut self.delivered
+                } else {
+                    &mut self.lifetime
+                };
+                map.insert(attrs, totals);
+            }
+        }
+        for entry in self.db.scan_prefix(PREFIX_CHECKPOINT) {
+            let (key, value) = entry.map_err(|e| sled_error(&self.path, e))?;
+            let name = os_string_from_bytes(&key[PREFIX_CHECKPOINT.len()..]);
+            let checkpoint = Checkpoint::decode(&value).ok_or_else(|| corrupt("checkpoint"))?;
+            self.checkpoints.insert(name, checkpoint);
+        }
+        Ok(())
+    }
+
+    fn get(&self, key: &[u8]) -> Result<Option<sled::IVec>, StoreError> {
+        self.db.get(key).map_err(|e| sled_error(&self.path, e))
+    }
+
+    /// Records `hash` as seen in `batch`; `false` when it was seen before, here or in the store.
+    pub fn mark_seen(
+        &self,
+        batch: &mut Batch,
+        key: PartitionKey,
+        hash: LineHash,
+    ) -> Result<bool, StoreError> {
+        let partition = match batch.partitions.entry(key) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                let stored = self.get(&partition_store_key(&key))?;
+                let partition = match stored {
+                    None => Partition::default(),
+                    Some(bytes) => Partition::decode(&bytes).ok_or_else(|| StoreError::Corrupt {
+                        path: self.path.clone(),
+                        detail: "unreadable seen-set partition".into(),
+                    })?,
+                };
+                e.insert(partition)
+            }
+        };
+        Ok(partition.insert(hash))
+    }
+
+    /// Writes `batch` atomically and durably; only then does the in-memory view move.
+    pub fn commit(&mut self, batch: Batch) -> Result<(), StoreError> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let mut write = sled::Batch::default();
+        for (key, partition) in &batch.partitions {
+            if partition.is_dirty() {
+                write.insert(partition_store_key(key), partition.encode());
+            }
+        }
+        let mut lifetime = Vec::with_capacity(batch.deltas.len());
+        for (attrs, delta) in batch.deltas {
+            let mut total = self.lifetime.get(&attrs).copied().unwrap_or_default();
+            total.add(&delta);
+            write.insert(series_key(PREFIX_TOTALS, &attrs), &total.encode()[..]);
+            lifetime.push((attrs, total));
+        }
+        for (name, checkpoint) in &batch.checkpoints {
+            write.insert(checkpoint_key(name), &checkpoint.encode()[..]);
+        }
+        let mut counts = self.counts;
+        counts.add(&batch.counts);
+        write.insert(KEY_COUNTS, counts.encode());
+        self.apply(write)?;
+
+        self.lifetime.extend(lifetime);
+        self.checkpoints.extend(batch.checkpoints);
+        self.counts = counts;
+        Ok(())
+    }
+
+    /// Durably records what the collector has been sent, per series.
+    pub fn record_delivered(&mut self, delivered: &BTreeMap<AttrSet, Totals>) -> Result<(), StoreError> {
+        let mut write = sled::Batch::default();
+        for (attrs, totals) in delivered {
+            if self.delivered.get(attrs) != Some(totals) {
+                write.insert(series_key(PREFIX_DELIVERED, attrs), &totals.encode()[..]);
+            }
+        }
+        self.apply(write)?;
+        self.delivered
+            .extend(delivered.iter().map(|(a, t)| (a.clone(), *t)));
+        Ok(())
+    }
+
+    fn apply(&self, write: sled::Batch) -> Result<(), StoreError> {
+        self.db
+            .apply_batch(write)
+            .map_err(|e| sled_error(&self.path, e))?;
+        self.db.flush().map_err(|e| sled_error(&self.path, e))?;
+        Ok(())
+    }
+
+    /// Lifetime totals per attribute set: everything ever counted.
+    pub fn lifetime(&self) -> &BTreeMap<AttrSet, Totals> {
+        &self.lifetime
+    }
+
+    /// What has been delivered to the collector, per attribute set.
+    pub fn delivered(&self) -> &BTreeMap<AttrSet, Totals> {
+        &self.delivered
+    }
+
+    pub fn has_series(&self, attrs: &AttrSet) -> bool {
+        self.lifetime.contains_key(attrs)
+    }
+
+    pub fn series_count(&self) -> usize {
+        self.lifetime.len()
+    }
+
+    pub fn checkpoint(&self, file: &OsString) -> Option<&Checkpoint> {
+        self.checkpoints.get(file)
+    }
+
+    pub fn counts(&self) -> &IngestCounts {
+        &self.counts
+    }
+
+    /// When the store was created: the start of its lifetime totals.
+    pub fn created(&self) -> SystemTime {
+        self.created
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Bytes the store takes on disk.
+    pub fn disk_size(&self) -> u64 {
+        self.db.size_on_disk().unwrap_or(0)
+    }
+}
+
+fn series_key(prefix: &[u8], attrs: &AttrSet) -> Vec<u8> {
+    [prefix, &attrs.encode()].concat()
+}
+
+fn checkpoint_key(name: &OsString) -> Vec<u8> {
+    [PREFIX_CHECKPOINT, name.as_encoded_bytes()].concat()
+}
+
+fn os_string_from_bytes(bytes: &[u8]) -> OsString {
+    #[cfg(unix)]
+    return std::os::unix::ffi::OsStringExt::from_vec(bytes.to_vec());
+    #[cfg(not(unix))]
+    return OsString::from(String::from_utf8_lossy(bytes).into_owned());
+}
+
+fn sled_error(path: &Path, error: sled::Error) -> StoreError {
+    match error {
+        sled::Error::Io(source) => StoreError::Io {
+            path: path.to_path_buf(),
+            source,
+        },
+        other => StoreError::Corrupt {
+            path: path.to_path_buf(),
+            detail: other.to_string(),
+        },
+    }
+}

@@ -1,0 +1,268 @@
+//! Real OTLP receivers on real sockets: gRPC (tonic, with the official opentelemetry-proto
+//! service types) and HTTP/protobuf (a plain HTTP/1.1 server decoding the same messages). Each
+//! keeps every request it was sent, and can be told to refuse them.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use opentelemetry_proto::tonic::collector::metrics::v1::metrics_service_server::{
+    MetricsService, MetricsServiceServer,
+};
+use opentelemetry_proto::tonic::collector::metrics::v1::{
+    ExportMetricsServiceRequest, ExportMetricsServiceResponse,
+};
+use opentelemetry_proto::tonic::common::v1::KeyValue;
+use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
+use opentelemetry_proto::tonic::metrics::v1::metric::Data;
+use prost::Message;
+
+use super::model::{QUANTITIES, Series};
+
+#[derive(Clone, Default)]
+struct Shared {
+    requests: Arc<Mutex<Vec<ExportMetricsServiceRequest>>>,
+    refuse: Arc<AtomicBool>,
+}
+
+pub struct Receiver {
+    /// What to pass as `--otlp-endpoint`.
+    pub endpoint: String,
+    pub protocol: &'static str,
+    shared: Shared,
+    _runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Receiver {
+    /// A gRPC receiver on a free loopback port.
+    pub fn grpc() -> Receiver {
+        let shared = Shared::default();
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let service = MetricsServiceServer::new(GrpcSink(shared.clone()));
+        runtime.spawn(
+            tonic::transport::Server::builder()
+                .add_service(service)
+                .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
+        );
+        Receiver {
+            endpoint: format!("http://127.0.0.1:{port}"),
+            protocol: "grpc",
+            shared,
+            _runtime: Some(runtime),
+        }
+    }
+
+    /// An HTTP/protobuf receiver on a free loopback port, serving `/v1/metrics`.
+    pub fn http() -> Receiver {
+        let shared = Shared::default();
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let accept_shared = shared.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let shared = accept_shared.clone();
+                std::thread::spawn(move || serve_http_connection(stream, shared));
+            }
+        });
+        Receiver {
+            endpoint: format!("http://127.0.0.1:{port}/v1/metrics"),
+            protocol: "http/protobuf",
+            shared,
+            _runtime: None,
+        }
+    }
+
+    /// Answer every export with an error from now on (or stop doing so).
+    pub fn refuse(&self, refuse: bool) {
+        self.shared.refuse.store(refuse, Ordering::SeqCst);
+    }
+
+    pub fn requests(&self) -> Vec<ExportMetricsServiceRequest> {
+        self.shared.requests.lock().unwrap().clone()
+    }
+
+    /// Waits until at least `n` requests arrived, or panics after `timeout`.
+    pub fn wait_for_requests(&self, n: usize, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        while self.requests().len() < n {
+            assert!(
+                Instant::now() < deadline,
+                "only {} of {n} requests arrived",
+                self.requests().len()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// The backend's view: per series, for each run (a distinct start time) the last value it
+    /// received, summed over runs. Delta points are summed as they come.
+    pub fn backend_totals(&self) -> BTreeMap<Series, [u64; 8]> {
+        let mut last: BTreeMap<(Series, usize, u64), (u64, u64)> = BTreeMap::new();
+        let mut delta: BTreeMap<Series, [u64; 8]> = BTreeMap::new();
+        for req in self.requests() {
+            for rm in &req.resource_metrics {
+                for sm in &rm.scope_metrics {
+                    for metric in &sm.metrics {
+                        let Some(q) = quantity_of(&metric.name) else {
+                            continue;
+                        };
+                        let Some(Data::Sum(sum)) = &metric.data else {
+                            panic!("{} is not a sum", metric.name)
+                        };
+                        assert!(sum.is_monotonic, "{} must be monotonic", metric.name);
+                        for p in &sum.data_points {
+                            let value = match p.value {
+                                Some(
+                                    opentelemetry_proto::tonic::metrics::v1::number_data_point::Value::AsInt(
+                                        v,
+                                    ),
+                                ) => v as u64,
+                                other => panic!("{}: not an integer point: {other:?}", metric.name),
+                            };
+                            let series = series_of(&p.attributes);
+                            if sum.aggregation_temporality == 1 {
+                                delta.entry(series).or_insert([0; 8])[q] += value;
+                            } else {
+                                let key = (series, q, p.start_time_unix_nano);
+                                let slot = last.entry(key).or_insert((0, 0));
+                                if p.time_unix_nano >= slot.0 {
+                                    *slot = (p.time_unix_nano, value);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        for ((series, q, _), (_, value)) in last {
+            delta.entry(series).or_insert([0; 8])[q] += value;
+        }
+        delta.retain(|_, v| v.iter().any(|x| *x > 0));
+        delta
+    }
+}
+
+pub fn quantity_of(metric: &str) -> Option<usize> {
+    let names = [
+        "reasonix.prompt.tokens",
+        "reasonix.completion.tokens",
+        "reasonix.reasoning.tokens",
+        "reasonix.cache_hit.tokens",
+        "reasonix.cache_miss.tokens",
+        "reasonix.tokens",
+        "reasonix.requests",
+        "reasonix.turns",
+    ];
+    debug_assert_eq!(names.len(), QUANTITIES.len());
+    names.iter().position(|n| *n == metric)
+}
+
+/// The three attributes of a point, which must be exactly `model_ref`, `provider`, `source`.
+pub fn series_of(attributes: &[KeyValue]) -> Series {
+    let mut found = BTreeMap::new();
+    for kv in attributes {
+        let Some(AnyValue::StringValue(s)) = kv.value.as_ref().and_then(|v| v.value.clone()) else {
+            panic!("attribute {} is not a string", kv.key)
+        };
+        found.insert(kv.key.clone(), s);
+    }
+    let keys: Vec<&str> = found.keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        ["model_ref", "provider", "source"],
+        "exactly three attributes"
+    );
+    (
+        found["model_ref"].clone(),
+        found["provider"].clone(),
+        found["source"].clone(),
+    )
+}
+
+/// A resource attribute's string value.
+pub fn resource_attr(req: &ExportMetricsServiceRequest, key: &str) -> Option<String> {
+    let resource = req.resource_metrics.first()?.resource.as_ref()?;
+    resource
+        .attributes
+        .iter()
+        .find(|kv| kv.key == key)
+        .and_then(|kv| match kv.value.as_ref()?.value.as_ref()? {
+            AnyValue::StringValue(s) => Some(s.clone()),
+            _ => None,
+        })
+}
+
+struct GrpcSink(Shared);
+
+#[tonic::async_trait]
+impl MetricsService for GrpcSink {
+    async fn export(
+        &self,
+        request: tonic::Request<ExportMetricsServiceRequest>,
+    ) -> Result<tonic::Response<ExportMetricsServiceResponse>, tonic::Status> {
+        if self.0.refuse.load(Ordering::SeqCst) {
+            return Err(tonic::Status::unavailable("refusing on purpose"));
+        }
+        self.0.requests.lock().unwrap().push(request.into_inner());
+        Ok(tonic::Response::new(ExportMetricsServiceResponse {
+            partial_success: None,
+        }))
+    }
+}
+
+fn serve_http_connection(stream: std::net::TcpStream, shared: Shared) {
+    let mut writer = stream.try_clone().expect("clone stream");
+    let mut reader = BufReader::new(stream);
+    loop {
+        let mut request_line = String::new();
+        if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
+            return;
+        }
+        let mut length = 0usize;
+        loop {
+            let mut header = String::new();
+            if reader.read_line(&mut header).unwrap_or(0) == 0 {
+                return;
+            }
+            let header = header.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = header.split_once(':')
+                && name.eq_ignore_ascii_case("content-length")
+            {
+                length = value.trim().parse().unwrap_or(0);
+            }
+        }
+        let mut body = vec![0; length];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        let ok = request_line.starts_with("POST /v1/metrics ") && !shared.refuse.load(Ordering::SeqCst);
+        if ok {
+            let request = ExportMetricsServiceRequest::decode(body.as_slice()).expect("valid OTLP protobuf");
+            shared.requests.lock().unwrap().push(request);
+        }
+        let reply: &[u8] = if ok {
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/x-protobuf\r\nContent-Length: 0\r\n\r\n"
+        } else {
+            b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n"
+        };
+        if writer.write_all(reply).is_err() {
+            return;
+        }
+    }
+}
