@@ -148,7 +148,17 @@ impl OtlpExporter {
     /// not delivered, and the next export carries it.
     pub async fn export(&mut self, store: &mut Store) -> Result<ExportReport, ExportError> {
         let snapshot = store.lifetime().clone();
-        let before = store.delivered().clone();
+        // Every series of the snapshot, with what was delivered before (zero if nothing), so
+        // that a failed export can put each one back.
+        let before: BTreeMap<AttrSet, Totals> = snapshot
+            .keys()
+            .map(|attrs| {
+                (
+                    attrs.clone(),
+                    store.delivered().get(attrs).copied().unwrap_or_default(),
+                )
+            })
+            .collect();
         self.raise_counters(&snapshot, &before);
 
         let mut metrics = ResourceMetrics::default();

@@ -1,0 +1,262 @@
+//! `once` against real OTLP receivers on real sockets, over gRPC and HTTP/protobuf: exactly the
+//! contract's totals are delivered, run after run, whatever happens to the ledger.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use common::generator::{Generator, days};
+use common::model::Model;
+use common::receiver::{Receiver, resource_attr};
+use common::{Fixture, assert_success};
+
+/// A realistic ledger with every row kind, a torn last line, and a blank line.
+fn realistic_ledger(fx: &Fixture, model: &mut Model, seed: u64) {
+    let mut generator = Generator::new(seed);
+    for day in days(4) {
+        let mut text = generator.day_file(&day, 150);
+        text.push('\n');
+        text.push_str(r#"{"ts":"2026-08-01T00:00:00Z","total":12}"#);
+        text.push('\n');
+        fx.append(&format!("{day}.jsonl"), text.as_bytes());
+        model.feed(text.as_bytes());
+    }
+}
+
+fn export(fx: &Fixture, receiver: &Receiver) -> std::process::Output {
+    fx.run(&[
+        "once",
+        "--otlp-endpoint",
+        &receiver.endpoint,
+        "--otlp-protocol",
+        receiver.protocol,
+    ])
+}
+
+fn check_delivers_exact_totals(receiver: Receiver) {
+    let fx = Fixture::new();
+    let mut model = Model::default();
+    realistic_ledger(&fx, &mut model, 11);
+    // A torn last line: not a line yet.
+    let mut generator = Generator::new(99);
+    let torn = generator.line("2026-08-03");
+    let (head, tail) = torn.split_at(30);
+    fx.append("2026-08-03.jsonl", head.as_bytes());
+
+    assert_success(&export(&fx, &receiver));
+    assert_eq!(receiver.backend_totals(), model.expected.totals());
+    check_metric_shape(&receiver);
+
+    // Nothing new: nothing added.
+    assert_success(&export(&fx, &receiver));
+    assert_eq!(receiver.backend_totals(), model.expected.totals());
+
+    // Appended lines, the torn line completed, a new day, a copied day: exactly the new lines.
+    let more = generator.day_file("2026-08-02", 40);
+    fx.append("2026-08-02.jsonl", more.as_bytes());
+    model.feed(more.as_bytes());
+    fx.append("2026-08-03.jsonl", format!("{tail}\n").as_bytes());
+    model.line(torn.as_bytes());
+    let new_day = generator.day_file("2026-08-09", 30);
+    fx.append("2026-08-09.jsonl", new_day.as_bytes());
+    model.feed(new_day.as_bytes());
+    assert_success(&export(&fx, &receiver));
+    assert_eq!(receiver.backend_totals(), model.expected.totals());
+
+    let copy = std::fs::read(fx.path("2026-08-01.jsonl")).unwrap();
+    fx.append("2026-08-01 (1).jsonl", &copy);
+    model.feed(&copy);
+    assert_success(&export(&fx, &receiver));
+    assert_eq!(receiver.backend_totals(), model.expected.totals());
+
+    // A moved home: the same files elsewhere, plus one more day.
+    let moved = fx.root.path().join("moved");
+    std::fs::create_dir_all(moved.join("stats")).unwrap();
+    for file in common::files_below(&fx.stats) {
+        std::fs::copy(&file, moved.join("stats").join(file.file_name().unwrap())).unwrap();
+    }
+    let later = generator.day_file("2026-08-10", 20);
+    std::fs::write(moved.join("stats/2026-08-10.jsonl"), &later).unwrap();
+    model.feed(later.as_bytes());
+    let out = fx
+        .command(&[
+            "once",
+            "--otlp-endpoint",
+            &receiver.endpoint,
+            "--otlp-protocol",
+            receiver.protocol,
+        ])
+        .env("REASONIX_HOME", &moved)
+        .output()
+        .unwrap();
+    assert_success(&out);
+    assert_eq!(receiver.backend_totals(), model.expected.totals());
+    // Re-reading the moved files shows as duplicates, so compare the series only.
+    assert_eq!(fx.status()["series"], model.expected.status_json()["series"]);
+}
+
+/// Names, units, temporality and resource of contract §3.
+fn check_metric_shape(receiver: &Receiver) {
+    let requests = receiver.requests();
+    let first = &requests[0];
+    assert_eq!(
+        resource_attr(first, "service.name").as_deref(),
+        Some("reasonix-exporter")
+    );
+    assert_eq!(
+        resource_attr(first, "service.version").as_deref(),
+        Some(env!("CARGO_PKG_VERSION"))
+    );
+    assert!(resource_attr(first, "host.name").is_some_and(|h| !h.is_empty()));
+    let mut units = BTreeMap::new();
+    for rm in &first.resource_metrics {
+        for sm in &rm.scope_metrics {
+            for m in &sm.metrics {
+                units.insert(m.name.clone(), m.unit.clone());
+            }
+        }
+    }
+    let want: BTreeMap<String, String> = [
+        ("reasonix.cache_hit.tokens", "{token}"),
+        ("reasonix.cache_miss.tokens", "{token}"),
+        ("reasonix.completion.tokens", "{token}"),
+        ("reasonix.prompt.tokens", "{token}"),
+        ("reasonix.reasoning.tokens", "{token}"),
+        ("reasonix.requests", "{request}"),
+        ("reasonix.tokens", "{token}"),
+        ("reasonix.turns", "{turn}"),
+    ]
+    .into_iter()
+    .map(|(a, b)| (a.to_string(), b.to_string()))
+    .collect();
+    assert_eq!(units, want);
+}
+
+#[test]
+fn once_delivers_exact_totals_over_grpc() {
+    check_delivers_exact_totals(Receiver::grpc());
+}
+
+#[test]
+fn once_delivers_exact_totals_over_http_protobuf() {
+    check_delivers_exact_totals(Receiver::http());
+}
+
+#[test]
+fn failed_export_exits_non_zero_and_is_delivered_next_time() {
+    let receiver = Receiver::grpc();
+    let fx = Fixture::new();
+    let mut model = Model::default();
+    realistic_ledger(&fx, &mut model, 5);
+
+    receiver.refuse(true);
+    let out = export(&fx, &receiver);
+    assert!(!out.status.success(), "a refused export must fail the run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.contains(&receiver.endpoint) && last.contains("exported next time"),
+        "{stderr}"
+    );
+    // What was ingested stays committed.
+    assert_eq!(fx.status(), model.expected.status_json());
+
+    receiver.refuse(false);
+    assert_success(&export(&fx, &receiver));
+    assert_eq!(receiver.backend_totals(), model.expected.totals());
+}
+
+#[test]
+fn unreachable_collector_fails_with_one_line_and_nothing_lost() {
+    let fx = Fixture::new();
+    let mut model = Model::default();
+    realistic_ledger(&fx, &mut model, 6);
+    // A port nobody listens on.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let out = fx.run(&["once", "--otlp-endpoint", &format!("http://{closed}/v1/metrics")]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr
+            .lines()
+            .filter(|l| l.starts_with("reasonix-exporter:"))
+            .count(),
+        1,
+        "{stderr}"
+    );
+
+    let receiver = Receiver::http();
+    assert_success(&export(&fx, &receiver));
+    assert_eq!(receiver.backend_totals(), model.expected.totals());
+}
+
+#[test]
+fn delta_temporality_delivers_exact_totals() {
+    let receiver = Receiver::http();
+    let fx = Fixture::new();
+    let mut model = Model::default();
+    realistic_ledger(&fx, &mut model, 8);
+    let run = || {
+        fx.command(&["once", "--otlp-endpoint", &receiver.endpoint])
+            .env("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", "delta")
+            .output()
+            .unwrap()
+    };
+    assert_success(&run());
+    receiver.refuse(true);
+    let more = Generator::new(3).day_file("2026-08-02", 50);
+    fx.append("2026-08-02.jsonl", more.as_bytes());
+    model.feed(more.as_bytes());
+    assert!(!run().status.success());
+    receiver.refuse(false);
+    assert_success(&run());
+    assert_success(&run());
+    assert_eq!(receiver.backend_totals(), model.expected.totals());
+    let temporalities: Vec<i32> = receiver
+        .requests()
+        .iter()
+        .flat_map(|r| r.resource_metrics.iter())
+        .flat_map(|rm| rm.scope_metrics.iter())
+        .flat_map(|sm| sm.metrics.iter())
+        .filter_map(|m| match &m.data {
+            Some(opentelemetry_proto::tonic::metrics::v1::metric::Data::Sum(s)) => {
+                Some(s.aggregation_temporality)
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(
+        !temporalities.is_empty() && temporalities.iter().all(|t| *t == 1),
+        "all delta"
+    );
+}
+
+#[test]
+fn resource_honours_otel_service_name_and_attributes() {
+    let receiver = Receiver::http();
+    let fx = Fixture::new();
+    let mut model = Model::default();
+    realistic_ledger(&fx, &mut model, 9);
+    let out = fx
+        .command(&["once", "--otlp-endpoint", &receiver.endpoint])
+        .env("OTEL_SERVICE_NAME", "tokens-laptop")
+        .env(
+            "OTEL_RESOURCE_ATTRIBUTES",
+            "team=platform,deployment.environment=dev",
+        )
+        .output()
+        .unwrap();
+    assert_success(&out);
+    receiver.wait_for_requests(1, Duration::from_secs(5));
+    let first = &receiver.requests()[0];
+    assert_eq!(
+        resource_attr(first, "service.name").as_deref(),
+        Some("tokens-laptop")
+    );
+    assert_eq!(resource_attr(first, "team").as_deref(), Some("platform"));
+    assert!(resource_attr(first, "host.name").is_some());
+}
