@@ -98,7 +98,7 @@ fn check_delivers_exact_totals(receiver: Receiver) {
 
 /// Names, units, temporality and resource of contract §3.
 fn check_metric_shape(receiver: &Receiver) {
-    let requests = receiver.requests();
+    let requests = receiver.data_requests();
     let first = &requests[0];
     assert_eq!(
         resource_attr(first, "service.name").as_deref(),
@@ -252,7 +252,7 @@ fn resource_honours_otel_service_name_and_attributes() {
         .unwrap();
     assert_success(&out);
     receiver.wait_for_requests(1, Duration::from_secs(5));
-    let first = &receiver.requests()[0];
+    let first = &receiver.data_requests()[0];
     assert_eq!(
         resource_attr(first, "service.name").as_deref(),
         Some("tokens-laptop")

@@ -39,18 +39,19 @@ pub async fn once(settings: &Settings) -> anyhow::Result<()> {
         Err(e) => return Err(e.into()),
     }
 
-    let Some(target) = &settings.otlp else {
+    let Some(otlp) = &settings.otlp else {
         return Ok(());
     };
-    let mut exporter = OtlpExporter::new(target.clone(), &store)?;
-    let result = exporter.export(&mut store).await;
-    exporter.shutdown().await;
-    let report = result.map_err(|e| {
+    let mut exporter = OtlpExporter::new(otlp.target.clone(), otlp.temporality)?;
+    let report = exporter.export(&mut store).await.map_err(|e| {
         anyhow::anyhow!("{e}; nothing was lost: what was ingested stays committed and is exported next time")
     })?;
+    if report.replayed {
+        eprintln!("re-sent the export an earlier run left unconfirmed");
+    }
     eprintln!(
         "exported {} data points to {}",
-        report.data_points, target.endpoint
+        report.data_points, otlp.target.endpoint
     );
     Ok(())
 }

@@ -6,11 +6,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, anyhow, bail};
-use opentelemetry_sdk::metrics::Temporality;
 use serde::Deserialize;
 
 use super::args::Options;
-use crate::export::otlp::{OtlpProtocol, OtlpTarget};
+use crate::export::payload::Temporality;
+use crate::export::transport::{Headers, OtlpProtocol, OtlpTarget};
 use crate::ledger::discover::{Origin, clean_path, home_dir, reasonix_stats_dir};
 
 /// A resolved value and where it came from.
@@ -27,12 +27,19 @@ pub struct Settings {
     /// The config file that was read, if any.
     pub config_file: Option<PathBuf>,
     /// `None` when OTLP export is off.
-    pub otlp: Option<OtlpTarget>,
+    pub otlp: Option<OtlpSettings>,
     pub export_interval: Setting<Duration>,
     pub poll_interval: Setting<Duration>,
     /// `None` when the Prometheus endpoint is off.
     pub prometheus: Setting<Option<SocketAddr>>,
     pub reset_state: bool,
+}
+
+/// Where and how to export.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OtlpSettings {
+    pub target: OtlpTarget,
+    pub temporality: Temporality,
 }
 
 /// The config file's keys; any other key is an error that names it.
@@ -206,7 +213,7 @@ fn pick(
         .or_else(|| file.map(|v| (v, Origin::ConfigFile)))
 }
 
-fn resolve_otlp_target(opts: &Options, file: &FileConfig, env: Env<'_>) -> anyhow::Result<OtlpTarget> {
+fn resolve_otlp_target(opts: &Options, file: &FileConfig, env: Env<'_>) -> anyhow::Result<OtlpSettings> {
     let protocol = match opts
         .otlp_protocol
         .clone()
@@ -269,9 +276,43 @@ fn resolve_otlp_target(opts: &Options, file: &FileConfig, env: Env<'_>) -> anyho
         },
     };
 
-    Ok(OtlpTarget {
-        protocol,
-        endpoint,
+    // The signal-specific variable wins over the generic one, as in every OTel SDK.
+    let signal = |generic: &'static str, specific: &'static str| {
+        env(specific)
+            .map(|v| (v, specific))
+            .or_else(|| env(generic).map(|v| (v, generic)))
+    };
+    let headers = match signal("OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_METRICS_HEADERS") {
+        None => Headers::default(),
+        Some((text, var)) => Headers::parse(&text).map_err(|e| anyhow!("{var}: {e}"))?,
+    };
+    let timeout = match signal("OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT") {
+        None => Duration::from_secs(10),
+        Some((ms, var)) => match ms.trim().parse::<u64>() {
+            Ok(ms) if ms > 0 => Duration::from_millis(ms),
+            _ => bail!("{var} '{ms}' is not a positive whole number of milliseconds"),
+        },
+    };
+    let gzip = match signal(
+        "OTEL_EXPORTER_OTLP_COMPRESSION",
+        "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION",
+    ) {
+        None => false,
+        Some((value, var)) => match value.trim().to_ascii_lowercase().as_str() {
+            "gzip" => true,
+            "none" => false,
+            _ => bail!("{var} '{value}' is not supported: use gzip or none"),
+        },
+    };
+
+    Ok(OtlpSettings {
+        target: OtlpTarget {
+            protocol,
+            endpoint,
+            headers,
+            timeout,
+            gzip,
+        },
         temporality,
     })
 }
@@ -359,8 +400,10 @@ mod tests {
             PathBuf::from("/u/.local/state/reasonix-exporter")
         );
         let otlp = s.otlp.unwrap();
-        assert_eq!(otlp.endpoint, "http://localhost:4318/v1/metrics");
-        assert_eq!(otlp.protocol, OtlpProtocol::HttpProtobuf);
+        assert_eq!(otlp.target.endpoint, "http://localhost:4318/v1/metrics");
+        assert_eq!(otlp.target.protocol, OtlpProtocol::HttpProtobuf);
+        assert_eq!(otlp.target.timeout, Duration::from_secs(10));
+        assert!(!otlp.target.gzip);
         assert_eq!(otlp.temporality, Temporality::Cumulative);
         assert_eq!(s.export_interval.value, Duration::from_secs(60));
         assert_eq!(s.prometheus.value, Some("127.0.0.1:9464".parse().unwrap()));
@@ -378,7 +421,7 @@ mod tests {
         assert_eq!(s.state_dir.value, PathBuf::from("/from-env"));
         assert_eq!(s.state_dir.origin, Origin::Env("REASONIX_EXPORTER_STATE_DIR"));
         // gRPC: the generic endpoint is used as it is.
-        assert_eq!(s.otlp.unwrap().endpoint, "http://collector:4318/");
+        assert_eq!(s.otlp.unwrap().target.endpoint, "http://collector:4318/");
 
         let opts = Options {
             state_dir: Some("/from-flag".into()),
@@ -387,7 +430,10 @@ mod tests {
         };
         let s = Settings::resolve(&opts, &env).unwrap();
         assert_eq!(s.state_dir.value, PathBuf::from("/from-flag"));
-        assert_eq!(s.otlp.unwrap().endpoint, "http://collector:4318/v1/metrics");
+        assert_eq!(
+            s.otlp.unwrap().target.endpoint,
+            "http://collector:4318/v1/metrics"
+        );
     }
 
     #[test]
@@ -398,7 +444,38 @@ mod tests {
             ("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "http://m:9/custom"),
         ]);
         let s = Settings::resolve(&Options::default(), &env).unwrap();
-        assert_eq!(s.otlp.unwrap().endpoint, "http://m:9/custom");
+        assert_eq!(s.otlp.unwrap().target.endpoint, "http://m:9/custom");
+    }
+
+    #[test]
+    fn standard_variables_set_headers_timeout_compression() {
+        let env = env_of(&[
+            ("HOME", "/u"),
+            ("OTEL_EXPORTER_OTLP_HEADERS", "x-generic=1"),
+            ("OTEL_EXPORTER_OTLP_METRICS_HEADERS", "authorization=Bearer%20t"),
+            ("OTEL_EXPORTER_OTLP_TIMEOUT", "2500"),
+            ("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip"),
+            ("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", "Delta"),
+        ]);
+        let otlp = Settings::resolve(&Options::default(), &env)
+            .unwrap()
+            .otlp
+            .unwrap();
+        assert_eq!(
+            otlp.target.headers.0,
+            [("authorization".to_string(), "Bearer t".to_string())]
+        );
+        assert_eq!(otlp.target.timeout, Duration::from_millis(2500));
+        assert!(otlp.target.gzip);
+        assert_eq!(otlp.temporality, Temporality::Delta);
+        let env = env_of(&[("HOME", "/u"), ("OTEL_EXPORTER_OTLP_HEADERS", "token:s3cret")]);
+        let err = Settings::resolve(&Options::default(), &env)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("OTEL_EXPORTER_OTLP_HEADERS") && !err.contains("s3cret"),
+            "{err}"
+        );
     }
 
     #[test]

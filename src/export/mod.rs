@@ -1,4 +1,6 @@
 //! The export side: counters out of the store, to an OTLP collector.
 
 pub mod otlp;
+pub mod payload;
 pub mod resource;
+pub mod transport;

@@ -1,11 +1,14 @@
 //! The OTel resource of contract §3: `service.name=reasonix-exporter`, `service.version`,
-//! `host.name`, then `OTEL_RESOURCE_ATTRIBUTES` and `OTEL_SERVICE_NAME` on top.
+//! `host.name`, then `OTEL_RESOURCE_ATTRIBUTES` and `OTEL_SERVICE_NAME` on top (parsed by the
+//! SDK's own detector), as the OTLP message carries it.
 
 use opentelemetry::KeyValue;
+use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue as ProtoKeyValue};
+use opentelemetry_proto::tonic::resource::v1::Resource as ProtoResource;
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::resource::{EnvResourceDetector, ResourceDetector, TelemetryResourceDetector};
 
-pub fn resource() -> Resource {
+pub fn resource() -> ProtoResource {
     let host = gethostname::gethostname().to_string_lossy().into_owned();
     let detectors: [Box<dyn ResourceDetector>; 2] = [
         Box::new(TelemetryResourceDetector),
@@ -18,8 +21,21 @@ pub fn resource() -> Resource {
             KeyValue::new("host.name", host),
         ])
         .with_detectors(&detectors);
-    match std::env::var("OTEL_SERVICE_NAME") {
+    let resource = match std::env::var("OTEL_SERVICE_NAME") {
         Ok(name) if !name.trim().is_empty() => builder.with_service_name(name).build(),
         _ => builder.build(),
+    };
+    let mut attributes: Vec<ProtoKeyValue> = resource
+        .iter()
+        .map(|(key, value)| ProtoKeyValue {
+            key: key.to_string(),
+            key_strindex: 0,
+            value: Some(AnyValue::from(value.clone())),
+        })
+        .collect();
+    attributes.sort_by(|a, b| a.key.cmp(&b.key));
+    ProtoResource {
+        attributes,
+        ..ProtoResource::default()
     }
 }

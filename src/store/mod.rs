@@ -28,6 +28,7 @@ pub const FORMAT_VERSION: u32 = 1;
 const KEY_VERSION: &[u8] = b"version";
 const KEY_CREATED: &[u8] = b"created";
 const KEY_COUNTS: &[u8] = b"counts";
+const KEY_PENDING: &[u8] = b"pending";
 const PREFIX_TOTALS: &[u8] = b"t/";
 const PREFIX_DELIVERED: &[u8] = b"d/";
 const PREFIX_CHECKPOINT: &[u8] = b"c/";
@@ -55,6 +56,63 @@ pub enum StoreError {
         "store at {path}: {source}; check that the state dir is writable and its disk has room, or choose another with --state-dir"
     )]
     Io { path: PathBuf, source: std::io::Error },
+}
+
+/// An export that was sent, or is about to be, and not yet confirmed. Kept durably so that a
+/// run that dies before the collector's answer leaves it for the next run to settle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingExport {
+    /// The start time of the run that built it: its identity at the collector.
+    pub run_start_ns: u64,
+    /// Cumulative requests can be replayed exactly; delta ones cannot.
+    pub cumulative: bool,
+    /// The encoded `ExportMetricsServiceRequest`, replayed byte for byte.
+    pub request: Vec<u8>,
+    /// `delivered` per series once the collector has it.
+    pub delivered_after: BTreeMap<AttrSet, Totals>,
+}
+
+impl PendingExport {
+    fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.request.len() + 64 + self.delivered_after.len() * 96);
+        out.extend_from_slice(&self.run_start_ns.to_le_bytes());
+        out.push(u8::from(self.cumulative));
+        out.extend_from_slice(&(self.request.len() as u64).to_le_bytes());
+        out.extend_from_slice(&self.request);
+        for (attrs, totals) in &self.delivered_after {
+            let key = attrs.encode();
+            out.extend_from_slice(&(key.len() as u32).to_le_bytes());
+            out.extend_from_slice(&key);
+            out.extend_from_slice(&totals.encode());
+        }
+        out
+    }
+
+    fn decode(bytes: &[u8]) -> Option<PendingExport> {
+        let take = |at: &mut usize, n: usize| -> Option<&[u8]> {
+            let slice = bytes.get(*at..at.checked_add(n)?)?;
+            *at += n;
+            Some(slice)
+        };
+        let mut at = 0;
+        let run_start_ns = u64::from_le_bytes(take(&mut at, 8)?.try_into().ok()?);
+        let cumulative = take(&mut at, 1)?[0] == 1;
+        let len = u64::from_le_bytes(take(&mut at, 8)?.try_into().ok()?) as usize;
+        let request = take(&mut at, len)?.to_vec();
+        let mut delivered_after = BTreeMap::new();
+        while at < bytes.len() {
+            let key_len = u32::from_le_bytes(take(&mut at, 4)?.try_into().ok()?) as usize;
+            let attrs = AttrSet::decode(take(&mut at, key_len)?)?;
+            let totals = Totals::decode(take(&mut at, Totals::ENCODED_LEN)?)?;
+            delivered_after.insert(attrs, totals);
+        }
+        Some(PendingExport {
+            run_start_ns,
+            cumulative,
+            request,
+            delivered_after,
+        })
+    }
 }
 
 /// Work read from the ledger, not yet committed: new hashes, total deltas, checkpoints, counts.
@@ -108,6 +166,7 @@ pub struct Store {
     delivered: BTreeMap<AttrSet, Totals>,
     checkpoints: HashMap<OsString, Checkpoint>,
     counts: IngestCounts,
+    pending: Option<PendingExport>,
     _lock: StateLock,
 }
 
@@ -141,6 +200,7 @@ impl Store {
             delivered: BTreeMap::new(),
             checkpoints: HashMap::new(),
             counts: IngestCounts::default(),
+            pending: None,
             _lock: lock,
         };
         store.load()?;
@@ -186,6 +246,9 @@ impl Store {
         self.created = SystemTime::UNIX_EPOCH + std::time::Duration::from_nanos(nanos);
         if let Some(bytes) = self.get(KEY_COUNTS)? {
             self.counts = IngestCounts::decode(&bytes).ok_or_else(|| corrupt("ingestion counts"))?;
+        }
+        if let Some(bytes) = self.get(KEY_PENDING)? {
+            self.pending = Some(PendingExport::decode(&bytes).ok_or_else(|| corrupt("pending export"))?);
         }
         for (prefix, into_delivered) in [(PREFIX_TOTALS, false), (PREFIX_DELIVERED, true)] {
             for entry in self.db.scan_prefix(prefix) {
@@ -269,17 +332,44 @@ impl Store {
         Ok(())
     }
 
-    /// Durably records what the collector has been sent, per series.
-    pub fn record_delivered(&mut self, delivered: &BTreeMap<AttrSet, Totals>) -> Result<(), StoreError> {
+    /// The export sent but not yet confirmed, if any.
+    pub fn pending_export(&self) -> Option<&PendingExport> {
+        self.pending.as_ref()
+    }
+
+    /// Durably records `pending` before it is sent (replacing an older one).
+    pub fn begin_export(&mut self, pending: PendingExport) -> Result<(), StoreError> {
         let mut write = sled::Batch::default();
-        for (attrs, totals) in delivered {
-            if self.delivered.get(attrs) != Some(totals) {
-                write.insert(series_key(PREFIX_DELIVERED, attrs), &totals.encode()[..]);
-            }
-        }
+        write.insert(KEY_PENDING, pending.encode());
         self.apply(write)?;
-        self.delivered
-            .extend(delivered.iter().map(|(a, t)| (a.clone(), *t)));
+        self.pending = Some(pending);
+        Ok(())
+    }
+
+    /// The collector has the pending export: its totals are delivered, in one atomic write.
+    pub fn finish_export(&mut self) -> Result<(), StoreError> {
+        let Some(pending) = self.pending.take() else {
+            return Ok(());
+        };
+        let mut write = sled::Batch::default();
+        for (attrs, totals) in &pending.delivered_after {
+            write.insert(series_key(PREFIX_DELIVERED, attrs), &totals.encode()[..]);
+        }
+        write.remove(KEY_PENDING);
+        if let Err(e) = self.apply(write) {
+            self.pending = Some(pending);
+            return Err(e);
+        }
+        self.delivered.extend(pending.delivered_after);
+        Ok(())
+    }
+
+    /// The pending export certainly did not reach the collector: forget it.
+    pub fn abandon_export(&mut self) -> Result<(), StoreError> {
+        let mut write = sled::Batch::default();
+        write.remove(KEY_PENDING);
+        self.apply(write)?;
+        self.pending = None;
         Ok(())
     }
 

@@ -58,15 +58,22 @@ impl Fixture {
 
     /// The binary with a clean environment: only this fixture's home and state.
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(BIN);
+        self.command_via(BIN, &[], args)
+    }
+
+    /// The binary run by `wrapper` (e.g. strace) with `wrapper_args`, environment as `command`.
+    pub fn command_via(&self, wrapper: &str, wrapper_args: &[&str], args: &[&str]) -> Command {
+        let mut cmd = Command::new(wrapper);
         cmd.env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", &self.home)
             .env("XDG_STATE_HOME", self.root.path().join("xdg-state"))
             .env("XDG_CONFIG_HOME", self.root.path().join("xdg-config"))
-            .arg("--state-dir")
-            .arg(&self.state)
-            .args(args);
+            .args(wrapper_args);
+        if wrapper != BIN {
+            cmd.arg(BIN);
+        }
+        cmd.arg("--state-dir").arg(&self.state).args(args);
         cmd
     }
 

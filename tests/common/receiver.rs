@@ -94,6 +94,18 @@ impl Receiver {
         self.shared.requests.lock().unwrap().clone()
     }
 
+    /// The requests that carry data points (the exporter opens each export with an empty one).
+    pub fn data_requests(&self) -> Vec<ExportMetricsServiceRequest> {
+        self.requests()
+            .into_iter()
+            .filter(|r| {
+                r.resource_metrics
+                    .iter()
+                    .any(|rm| rm.scope_metrics.iter().any(|sm| !sm.metrics.is_empty()))
+            })
+            .collect()
+    }
+
     /// Waits until at least `n` requests arrived, or panics after `timeout`.
     pub fn wait_for_requests(&self, n: usize, timeout: Duration) {
         let deadline = Instant::now() + timeout;

@@ -1,0 +1,108 @@
+//! The OTLP request for a set of counter values: the eight metrics of contract §3, one data point
+//! per series and quantity with a value, all with the exporting run's start time.
+
+use std::collections::BTreeMap;
+
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, KeyValue, any_value};
+use opentelemetry_proto::tonic::metrics::v1::{
+    AggregationTemporality, Metric, NumberDataPoint, ResourceMetrics, ScopeMetrics, Sum, metric,
+    number_data_point,
+};
+use opentelemetry_proto::tonic::resource::v1::Resource;
+
+use crate::series::{AttrSet, Quantity, Totals};
+
+/// Whether points carry running sums or increments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Temporality {
+    Cumulative,
+    Delta,
+}
+
+/// The interval the points cover, in Unix nanoseconds.
+#[derive(Debug, Clone, Copy)]
+pub struct Interval {
+    pub start_ns: u64,
+    pub end_ns: u64,
+}
+
+/// Builds the request; `None` when no series has a value to send.
+pub fn request(
+    resource: &Resource,
+    values: &BTreeMap<AttrSet, Totals>,
+    temporality: Temporality,
+    interval: Interval,
+) -> Option<(ExportMetricsServiceRequest, usize)> {
+    let mut points = 0;
+    let metrics: Vec<Metric> = Quantity::ALL
+        .iter()
+        .filter_map(|quantity| {
+            let data_points: Vec<NumberDataPoint> = values
+                .iter()
+                .filter(|(_, totals)| totals.get(*quantity) > 0)
+                .map(|(attrs, totals)| NumberDataPoint {
+                    attributes: attributes(attrs),
+                    start_time_unix_nano: interval.start_ns,
+                    time_unix_nano: interval.end_ns,
+                    // OTLP integers are signed: a sum past 2^63 is pinned, never wrapped.
+                    value: Some(number_data_point::Value::AsInt(
+                        i64::try_from(totals.get(*quantity)).unwrap_or(i64::MAX),
+                    )),
+                    ..NumberDataPoint::default()
+                })
+                .collect();
+            if data_points.is_empty() {
+                return None;
+            }
+            points += data_points.len();
+            Some(Metric {
+                name: quantity.otlp_name().into(),
+                description: quantity.description().into(),
+                unit: quantity.unit().into(),
+                data: Some(metric::Data::Sum(Sum {
+                    data_points,
+                    aggregation_temporality: match temporality {
+                        Temporality::Cumulative => AggregationTemporality::Cumulative,
+                        Temporality::Delta => AggregationTemporality::Delta,
+                    } as i32,
+                    is_monotonic: true,
+                })),
+                ..Metric::default()
+            })
+        })
+        .collect();
+    if metrics.is_empty() {
+        return None;
+    }
+    let request = ExportMetricsServiceRequest {
+        resource_metrics: vec![ResourceMetrics {
+            resource: Some(resource.clone()),
+            scope_metrics: vec![ScopeMetrics {
+                scope: Some(InstrumentationScope {
+                    name: "reasonix-exporter".into(),
+                    version: env!("CARGO_PKG_VERSION").into(),
+                    ..InstrumentationScope::default()
+                }),
+                metrics,
+                ..ScopeMetrics::default()
+            }],
+            ..ResourceMetrics::default()
+        }],
+    };
+    Some((request, points))
+}
+
+fn attributes(attrs: &AttrSet) -> Vec<KeyValue> {
+    attrs
+        .pairs()
+        .iter()
+        .map(|(key, value)| KeyValue {
+            key: (*key).into(),
+            key_strindex: 0,
+            value: Some(AnyValue {
+                value: Some(any_value::Value::StringValue((*value).into())),
+            }),
+        })
+        .collect()
+}

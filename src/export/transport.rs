@@ -1,0 +1,318 @@
+//! Getting an encoded OTLP request to the collector: gRPC (tonic, the official service client)
+//! or HTTP/protobuf (reqwest). Headers, timeout and compression come from the standard
+//! `OTEL_EXPORTER_OTLP_*` settings. Header values are secrets: they never reach a message.
+
+use std::fmt;
+use std::time::Duration;
+
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+use opentelemetry_proto::tonic::collector::metrics::v1::metrics_service_client::MetricsServiceClient;
+use prost::Message;
+use tonic::codec::CompressionEncoding;
+use tonic::metadata::{MetadataKey, MetadataValue};
+use tonic::transport::{Channel, Endpoint};
+
+/// The wire protocol to the collector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OtlpProtocol {
+    Grpc,
+    HttpProtobuf,
+}
+
+impl OtlpProtocol {
+    pub fn parse(value: &str) -> Option<OtlpProtocol> {
+        match value.trim() {
+            "grpc" => Some(OtlpProtocol::Grpc),
+            "http/protobuf" => Some(OtlpProtocol::HttpProtobuf),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OtlpProtocol::Grpc => "grpc",
+            OtlpProtocol::HttpProtobuf => "http/protobuf",
+        }
+    }
+}
+
+/// Request headers (`OTEL_EXPORTER_OTLP_HEADERS`). `Debug` shows the names only.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Headers(pub Vec<(String, String)>);
+
+impl fmt::Debug for Headers {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|(name, _)| format!("{name}=<redacted>")))
+            .finish()
+    }
+}
+
+impl Headers {
+    /// Parses the W3C-baggage-like list `name=value,name2=value2`, values percent-decoded. An error
+    /// names the entry's position, never its value.
+    pub fn parse(text: &str) -> Result<Headers, String> {
+        let mut headers = Vec::new();
+        for (i, entry) in text.split(',').enumerate() {
+            if entry.trim().is_empty() {
+                continue;
+            }
+            let Some((name, value)) = entry.split_once('=') else {
+                return Err(format!("entry {} has no '=' (write name=value)", i + 1));
+            };
+            let name = name.trim();
+            if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic()) {
+                return Err(format!("entry {} has an invalid header name", i + 1));
+            }
+            let value = percent_decode(value.trim())
+                .ok_or_else(|| format!("header {name}: its value is not valid percent-encoded UTF-8"))?;
+            headers.push((name.to_ascii_lowercase(), value));
+        }
+        Ok(Headers(headers))
+    }
+}
+
+fn percent_decode(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Everything needed to reach the collector.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OtlpTarget {
+    pub protocol: OtlpProtocol,
+    /// The full URL requests go to (for HTTP, including `/v1/metrics`).
+    pub endpoint: String,
+    pub headers: Headers,
+    pub timeout: Duration,
+    pub gzip: bool,
+}
+
+/// Why a request did not get through.
+#[derive(Debug)]
+pub enum SendError {
+    /// No answer in time: the collector may or may not have the data.
+    Timeout(String),
+    /// The collector answered with an error, or could not be reached: it does not have the data.
+    Failed(String),
+}
+
+impl fmt::Display for SendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SendError::Timeout(detail) => write!(f, "no answer in time ({detail})"),
+            SendError::Failed(detail) => f.write_str(detail),
+        }
+    }
+}
+
+/// A connection to the collector, reused across exports.
+pub enum Transport {
+    Grpc {
+        client: MetricsServiceClient<Channel>,
+        metadata: Vec<(
+            MetadataKey<tonic::metadata::Ascii>,
+            MetadataValue<tonic::metadata::Ascii>,
+        )>,
+        timeout: Duration,
+    },
+    Http {
+        client: reqwest::Client,
+        url: String,
+        headers: reqwest::header::HeaderMap,
+        gzip: bool,
+    },
+}
+
+impl Transport {
+    /// Sets the connection up (lazily: nothing is sent yet). Must run inside a tokio runtime.
+    pub fn new(target: &OtlpTarget) -> Result<Transport, String> {
+        if target.endpoint.starts_with("https://") {
+            return Err("https endpoints are not supported by this build yet: send to a local collector over http://, and let it speak TLS onwards".into());
+        }
+        match target.protocol {
+            OtlpProtocol::Grpc => {
+                let endpoint = Endpoint::from_shared(target.endpoint.clone())
+                    .map_err(|e| format!("not a valid URL: {e}"))?
+                    .connect_timeout(target.timeout)
+                    .timeout(target.timeout);
+                let mut client = MetricsServiceClient::new(endpoint.connect_lazy());
+                if target.gzip {
+                    client = client.send_compressed(CompressionEncoding::Gzip);
+                }
+                let mut metadata = Vec::new();
+                for (name, value) in &target.headers.0 {
+                    let key = MetadataKey::from_bytes(name.as_bytes())
+                        .map_err(|_| format!("header {name} is not a valid gRPC metadata name"))?;
+                    let value = MetadataValue::try_from(value.as_str())
+                        .map_err(|_| format!("header {name}: its value is not valid gRPC metadata"))?;
+                    metadata.push((key, value));
+                }
+                Ok(Transport::Grpc {
+                    client,
+                    metadata,
+                    timeout: target.timeout,
+                })
+            }
+            OtlpProtocol::HttpProtobuf => {
+                let url =
+                    reqwest::Url::parse(&target.endpoint).map_err(|e| format!("not a valid URL: {e}"))?;
+                let mut headers = reqwest::header::HeaderMap::new();
+                headers.insert(
+                    reqwest::header::CONTENT_TYPE,
+                    reqwest::header::HeaderValue::from_static("application/x-protobuf"),
+                );
+                if target.gzip {
+                    headers.insert(
+                        reqwest::header::CONTENT_ENCODING,
+                        reqwest::header::HeaderValue::from_static("gzip"),
+                    );
+                }
+                for (name, value) in &target.headers.0 {
+                    let key = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+                        .map_err(|_| format!("header {name} is not a valid HTTP header name"))?;
+                    let value = reqwest::header::HeaderValue::from_str(value)
+                        .map_err(|_| format!("header {name}: its value is not a valid HTTP header value"))?;
+                    headers.insert(key, value);
+                }
+                let client = reqwest::Client::builder()
+                    .timeout(target.timeout)
+                    .build()
+                    .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+                Ok(Transport::Http {
+                    client,
+                    url: url.to_string(),
+                    headers,
+                    gzip: target.gzip,
+                })
+            }
+        }
+    }
+
+    /// Sends one encoded `ExportMetricsServiceRequest`.
+    pub async fn send(&mut self, request: &[u8]) -> Result<(), SendError> {
+        match self {
+            Transport::Grpc {
+                client,
+                metadata,
+                timeout,
+            } => {
+                let message = ExportMetricsServiceRequest::decode(request)
+                    .map_err(|e| SendError::Failed(format!("unreadable pending request: {e}")))?;
+                let mut call = tonic::Request::new(message);
+                call.set_timeout(*timeout);
+                for (key, value) in metadata.iter() {
+                    call.metadata_mut().insert(key.clone(), value.clone());
+                }
+                match client.export(call).await {
+                    Ok(_) => Ok(()),
+                    Err(status) if status.code() == tonic::Code::DeadlineExceeded => {
+                        Err(SendError::Timeout(format!("gRPC {}", status.code())))
+                    }
+                    Err(status) => Err(SendError::Failed(grpc_failure(&status))),
+                }
+            }
+            Transport::Http {
+                client,
+                url,
+                headers,
+                gzip,
+            } => {
+                let body = if *gzip {
+                    gzip_bytes(request)
+                } else {
+                    request.to_vec()
+                };
+                let response = client
+                    .post(url.as_str())
+                    .headers(headers.clone())
+                    .body(body)
+                    .send()
+                    .await
+                    .map_err(|e| {
+                        if e.is_timeout() {
+                            SendError::Timeout("HTTP".into())
+                        } else {
+                            SendError::Failed(format!("cannot reach the collector: {}", error_chain(&e)))
+                        }
+                    })?;
+                let status = response.status();
+                if status.is_success() {
+                    Ok(())
+                } else {
+                    Err(SendError::Failed(format!("the collector answered HTTP {status}")))
+                }
+            }
+        }
+    }
+}
+
+fn grpc_failure(status: &tonic::Status) -> String {
+    let message = status.message();
+    if message.is_empty() {
+        format!("the collector answered gRPC {}", status.code())
+    } else {
+        format!("the collector answered gRPC {}: {message}", status.code())
+    }
+}
+
+/// The error and its sources, e.g. "error sending request: connection refused".
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+fn gzip_bytes(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    // Writing to a Vec cannot fail.
+    let _ = encoder.write_all(bytes);
+    encoder.finish().unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_parse_and_never_show_their_values() {
+        let h = Headers::parse("Authorization=Bearer%20s3cret, x-team = platform ,").unwrap();
+        assert_eq!(
+            h.0,
+            [
+                ("authorization".to_string(), "Bearer s3cret".to_string()),
+                ("x-team".into(), "platform".into())
+            ]
+        );
+        let shown = format!("{h:?}");
+        assert!(
+            !shown.contains("s3cret") && shown.contains("authorization"),
+            "{shown}"
+        );
+        let err = Headers::parse("api-key:s3cret").unwrap_err();
+        assert!(!err.contains("s3cret"), "{err}");
+        let err = Headers::parse("api-key=%zz-s3cret").unwrap_err();
+        assert!(!err.contains("s3cret") && err.contains("api-key"), "{err}");
+    }
+}

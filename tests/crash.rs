@@ -1,0 +1,124 @@
+//! `kill -9` at random moments, repeated, then one clean run: what the receiver saw — for each
+//! run the last value, summed over runs — equals the contract's totals (contract §4).
+
+mod common;
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::generator::{Generator, Rng, days};
+use common::model::Model;
+use common::receiver::Receiver;
+use common::{Fixture, assert_success};
+
+fn kill_runs_then_finish(receiver: Receiver, seed: u64) {
+    let fx = Fixture::new();
+    let scratch = Fixture::new();
+    let mut model = Model::default();
+    let mut generator = Generator::new(seed);
+    let mut rng = Rng::new(seed ^ 0xDEAD_BEEF);
+    let all_days = days(12);
+    for day in &all_days[..8] {
+        let text = generator.day_file(day, 1500);
+        fx.append(&format!("{day}.jsonl"), text.as_bytes());
+        scratch.append(&format!("{day}.jsonl"), text.as_bytes());
+        model.feed(text.as_bytes());
+    }
+    let args = [
+        "once",
+        "--otlp-endpoint",
+        &receiver.endpoint,
+        "--otlp-protocol",
+        receiver.protocol,
+    ];
+
+    // How long a backfill and an incremental run take here (on a copy, to a receiver of its
+    // own), so that kills land all over a run's life: ingest, commit, export, shutdown.
+    let scratch_receiver = if receiver.protocol == "grpc" {
+        Receiver::grpc()
+    } else {
+        Receiver::http()
+    };
+    let scratch_args = [
+        "once",
+        "--otlp-endpoint",
+        &scratch_receiver.endpoint,
+        "--otlp-protocol",
+        scratch_receiver.protocol,
+    ];
+    let timed = |f: &Fixture| {
+        let started = Instant::now();
+        assert_success(&f.run(&scratch_args));
+        started.elapsed().as_micros() as u64 + 1
+    };
+    let span_full = timed(&scratch);
+    scratch.append(
+        "2026-08-01.jsonl",
+        generator.day_file("2026-08-01", 800).as_bytes(),
+    );
+    let span_incremental = timed(&scratch);
+
+    let mut killed = 0;
+    for round in 0..12 {
+        // Between some runs, Reasonix keeps writing: whole lines and a split write.
+        if round % 3 == 1 {
+            let day = &all_days[8 + round / 3];
+            let text = generator.day_file(day, 800);
+            let (a, b) = text.split_at(text.len() / 2 + 7);
+            fx.append(&format!("{day}.jsonl"), a.as_bytes());
+            fx.append(&format!("{day}.jsonl"), b.as_bytes());
+            model.feed(text.as_bytes());
+        }
+        let mut child = fx
+            .command(&args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let span = if round % 2 == 0 {
+            span_full
+        } else {
+            span_incremental
+        };
+        std::thread::sleep(Duration::from_micros(rng.below(span + span / 5)));
+        if child.try_wait().unwrap().is_none() {
+            killed += 1;
+        }
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+    }
+    assert!(
+        killed >= 3,
+        "only {killed} runs were killed mid-flight; the test proves little"
+    );
+
+    assert_success(&fx.run(&args));
+    let (got, want) = (receiver.backend_totals(), model.expected.totals());
+    if got != want {
+        let sum = |m: &std::collections::BTreeMap<_, [u64; 8]>| {
+            m.values().fold([0u64; 8], |mut acc, v| {
+                acc.iter_mut().zip(v).for_each(|(a, b)| *a += b);
+                acc
+            })
+        };
+        let status = fx.status();
+        panic!(
+            "backend {:?}\nmodel   {:?}\nstatus lines {}\nmodel lines {}",
+            sum(&got),
+            sum(&want),
+            status["lines"],
+            model.expected.status_json()["lines"]
+        );
+    }
+    assert_eq!(fx.status()["series"], model.expected.status_json()["series"]);
+}
+
+#[test]
+fn kill_9_at_random_moments_then_one_clean_run_delivers_exact_totals_grpc() {
+    kill_runs_then_finish(Receiver::grpc(), 21);
+}
+
+#[test]
+fn kill_9_at_random_moments_then_one_clean_run_delivers_exact_totals_http() {
+    kill_runs_then_finish(Receiver::http(), 22);
+}
