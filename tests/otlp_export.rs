@@ -260,3 +260,50 @@ fn resource_honours_otel_service_name_and_attributes() {
     assert_eq!(resource_attr(first, "team").as_deref(), Some("platform"));
     assert!(resource_attr(first, "host.name").is_some());
 }
+
+fn check_late_answer_is_replayed_exactly(receiver: Receiver) {
+    let fx = Fixture::new();
+    let mut model = Model::default();
+    realistic_ledger(&fx, &mut model, 12);
+    // The collector keeps the data but answers after the exporter gave up: did it land?
+    receiver.stall(Duration::from_millis(1500));
+    let out = fx
+        .command(&[
+            "once",
+            "--otlp-endpoint",
+            &receiver.endpoint,
+            "--otlp-protocol",
+            receiver.protocol,
+        ])
+        .env("OTEL_EXPORTER_OTLP_TIMEOUT", "300")
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "a timed-out export fails the run");
+    assert_eq!(receiver.data_requests().len(), 1, "the collector did get it");
+
+    receiver.stall(Duration::ZERO);
+    let more = Generator::new(4).day_file("2026-08-03", 40);
+    fx.append("2026-08-03.jsonl", more.as_bytes());
+    model.feed(more.as_bytes());
+    let out = export(&fx, &receiver);
+    assert_success(&out);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("re-sent"),
+        "the unconfirmed export is replayed"
+    );
+    assert_eq!(
+        receiver.backend_totals(),
+        model.expected.totals(),
+        "and counted once"
+    );
+}
+
+#[test]
+fn export_answered_too_late_is_replayed_without_double_counting_grpc() {
+    check_late_answer_is_replayed_exactly(Receiver::grpc());
+}
+
+#[test]
+fn export_answered_too_late_is_replayed_without_double_counting_http() {
+    check_late_answer_is_replayed_exactly(Receiver::http());
+}

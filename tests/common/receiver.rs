@@ -28,6 +28,8 @@ use super::model::{QUANTITIES, Series};
 struct Shared {
     requests: Arc<Mutex<Vec<ExportMetricsServiceRequest>>>,
     refuse: Arc<AtomicBool>,
+    /// Keep the data but answer only after this long (0: at once).
+    stall_ms: Arc<std::sync::atomic::AtomicU64>,
 }
 
 pub struct Receiver {
@@ -88,6 +90,13 @@ impl Receiver {
     /// Answer every export with an error from now on (or stop doing so).
     pub fn refuse(&self, refuse: bool) {
         self.shared.refuse.store(refuse, Ordering::SeqCst);
+    }
+
+    /// Keep every request but answer only after `delay`: the sender cannot know it landed.
+    pub fn stall(&self, delay: Duration) {
+        self.shared
+            .stall_ms
+            .store(delay.as_millis() as u64, Ordering::SeqCst);
     }
 
     pub fn requests(&self) -> Vec<ExportMetricsServiceRequest> {
@@ -229,6 +238,10 @@ impl MetricsService for GrpcSink {
             return Err(tonic::Status::unavailable("refusing on purpose"));
         }
         self.0.requests.lock().unwrap().push(request.into_inner());
+        let stall = self.0.stall_ms.load(Ordering::SeqCst);
+        if stall > 0 {
+            tokio::time::sleep(Duration::from_millis(stall)).await;
+        }
         Ok(tonic::Response::new(ExportMetricsServiceResponse {
             partial_success: None,
         }))
@@ -267,6 +280,10 @@ fn serve_http_connection(stream: std::net::TcpStream, shared: Shared) {
         if ok {
             let request = ExportMetricsServiceRequest::decode(body.as_slice()).expect("valid OTLP protobuf");
             shared.requests.lock().unwrap().push(request);
+            let stall = shared.stall_ms.load(Ordering::SeqCst);
+            if stall > 0 {
+                std::thread::sleep(Duration::from_millis(stall));
+            }
         }
         let reply: &[u8] = if ok {
             b"HTTP/1.1 200 OK\r\nContent-Type: application/x-protobuf\r\nContent-Length: 0\r\n\r\n"
