@@ -50,6 +50,7 @@ pub fn poll(store: &mut Store, stats_dir: &Path) -> Result<PollReport, IngestErr
         files: files.len(),
         ..PollReport::default()
     };
+    let before = *store.counts();
     let mut batch = Batch::default();
     for file in &files {
         match read_file(store, &mut batch, file)? {
@@ -57,13 +58,9 @@ pub fn poll(store: &mut Store, stats_dir: &Path) -> Result<PollReport, IngestErr
             FileOutcome::Read => report.files_read += 1,
             FileOutcome::Failed => report.files_failed += 1,
         }
-        if batch.counts.bytes >= COMMIT_BYTES {
-            report.counts.add(&batch.counts);
-            store.commit(std::mem::take(&mut batch))?;
-        }
     }
-    report.counts.add(&batch.counts);
     store.commit(batch)?;
+    report.counts = store.counts().since(&before);
     report.elapsed = started.elapsed();
     Ok(report)
 }

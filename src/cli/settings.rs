@@ -42,6 +42,19 @@ pub struct OtlpSettings {
     pub temporality: Temporality,
 }
 
+/// Every key of [`FileConfig`], for the test that keeps `config/` in sync.
+pub const CONFIG_KEYS: [&str; 9] = [
+    "stats_dir",
+    "state_dir",
+    "otlp",
+    "otlp_endpoint",
+    "otlp_protocol",
+    "temporality",
+    "export_interval",
+    "poll_interval",
+    "prometheus",
+];
+
 /// The config file's keys; any other key is an error that names it.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -506,6 +519,37 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("OTEL_METRIC_EXPORT_INTERVAL"), "{err}");
+    }
+
+    #[test]
+    fn example_config_documents_every_key_and_parses() {
+        let example = include_str!("../../config/reasonix-exporter.toml");
+        for key in CONFIG_KEYS {
+            assert!(
+                example.contains(&format!("\n# {key} = ")),
+                "config example lacks {key}"
+            );
+        }
+        // Uncommented, the example is a valid configuration that sets every key.
+        let uncommented: String = example
+            .lines()
+            .filter_map(|l| l.strip_prefix("# "))
+            .filter(|l| CONFIG_KEYS.iter().any(|k| l.starts_with(&format!("{k} = "))))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let config = parse_config(&uncommented).unwrap();
+        assert_eq!(config.otlp_protocol.as_deref(), Some("http/protobuf"));
+        assert_eq!(uncommented.lines().count(), CONFIG_KEYS.len());
+        let path = std::env::temp_dir().join(format!("rx-example-{}.toml", std::process::id()));
+        std::fs::write(&path, &uncommented).unwrap();
+        let opts = Options {
+            config: Some(path.clone()),
+            ..Options::default()
+        };
+        let settings = Settings::resolve(&opts, &env_of(&[("HOME", "/u")])).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(settings.stats_dir.value, PathBuf::from("/u/.reasonix/stats"));
+        assert_eq!(settings.stats_dir.origin, Origin::ConfigFile);
     }
 
     #[test]

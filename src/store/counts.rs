@@ -43,6 +43,21 @@ impl IngestCounts {
         self.bytes += other.bytes;
     }
 
+    /// What was added since `earlier`.
+    pub fn since(&self, earlier: &IngestCounts) -> IngestCounts {
+        let mut rejected = self.rejected;
+        for (a, b) in rejected.iter_mut().zip(earlier.rejected) {
+            *a -= b;
+        }
+        IngestCounts {
+            counted: self.counted - earlier.counted,
+            duplicate: self.duplicate - earlier.duplicate,
+            rejected,
+            folded: self.folded - earlier.folded,
+            bytes: self.bytes - earlier.bytes,
+        }
+    }
+
     pub fn encode(&self) -> Vec<u8> {
         let mut fields = vec![self.counted, self.duplicate, self.folded, self.bytes];
         fields.extend_from_slice(&self.rejected);
