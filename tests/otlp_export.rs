@@ -110,12 +110,34 @@ fn check_metric_shape(receiver: &Receiver) {
     );
     assert!(resource_attr(first, "host.name").is_some_and(|h| !h.is_empty()));
     let mut units = BTreeMap::new();
+    let mut health = BTreeMap::new();
     for rm in &first.resource_metrics {
         for sm in &rm.scope_metrics {
             for m in &sm.metrics {
-                units.insert(m.name.clone(), m.unit.clone());
+                if m.name.starts_with("reasonix.") {
+                    units.insert(m.name.clone(), m.unit.clone());
+                } else {
+                    health.insert(m.name.clone(), m.unit.clone());
+                }
             }
         }
+    }
+    // The exporter's own health rides along, under its own prefix.
+    for name in [
+        "reasonix_exporter.lines.read",
+        "reasonix_exporter.lines.rejected",
+        "reasonix_exporter.lines.duplicate",
+        "reasonix_exporter.bytes.read",
+        "reasonix_exporter.files.tracked",
+        "reasonix_exporter.poll.duration",
+        "reasonix_exporter.export.failures",
+        "reasonix_exporter.label.folds",
+        "reasonix_exporter.store.size",
+    ] {
+        assert!(
+            health.contains_key(name),
+            "self-metric {name} missing: {health:?}"
+        );
     }
     let want: BTreeMap<String, String> = [
         ("reasonix.cache_hit.tokens", "{token}"),
@@ -222,6 +244,7 @@ fn delta_temporality_delivers_exact_totals() {
         .flat_map(|r| r.resource_metrics.iter())
         .flat_map(|rm| rm.scope_metrics.iter())
         .flat_map(|sm| sm.metrics.iter())
+        .filter(|m| m.name.starts_with("reasonix."))
         .filter_map(|m| match &m.data {
             Some(opentelemetry_proto::tonic::metrics::v1::metric::Data::Sum(s)) => {
                 Some(s.aggregation_temporality)

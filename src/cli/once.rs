@@ -5,6 +5,7 @@ use std::io::ErrorKind;
 
 use super::settings::Settings;
 use crate::export::otlp::OtlpExporter;
+use crate::export::self_metrics::SelfStats;
 use crate::ingest::{self, IngestError};
 use crate::store::Store;
 
@@ -12,8 +13,16 @@ use crate::store::Store;
 pub async fn once(settings: &Settings) -> anyhow::Result<()> {
     let mut store = Store::open(&settings.state_dir.value, settings.reset_state)?;
     let stats_dir = &settings.stats_dir.value;
+    let mut health = SelfStats::default();
     match ingest::poll(&mut store, stats_dir) {
         Ok(report) => {
+            health = SelfStats {
+                counts: report.counts,
+                files_tracked: report.files as u64,
+                last_poll_seconds: report.elapsed.as_secs_f64(),
+                store_bytes: store.disk_size(),
+                export_failures: 0,
+            };
             let c = report.counts;
             eprintln!(
                 "ingested {} new lines ({} duplicate, {} rejected) from {} of {} files",
@@ -43,7 +52,7 @@ pub async fn once(settings: &Settings) -> anyhow::Result<()> {
         return Ok(());
     };
     let mut exporter = OtlpExporter::new(otlp.target.clone(), otlp.temporality)?;
-    let report = exporter.export(&mut store).await.map_err(|e| {
+    let report = exporter.export(&mut store, &health).await.map_err(|e| {
         anyhow::anyhow!("{e}; nothing was lost: what was ingested stays committed and is exported next time")
     })?;
     if report.replayed {

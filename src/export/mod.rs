@@ -3,4 +3,5 @@
 pub mod otlp;
 pub mod payload;
 pub mod resource;
+pub mod self_metrics;
 pub mod transport;

@@ -22,6 +22,7 @@ use opentelemetry_proto::tonic::resource::v1::Resource;
 use prost::Message;
 
 use super::payload::{self, Interval, Temporality};
+use super::self_metrics::SelfStats;
 use super::transport::{OtlpTarget, SendError, Transport};
 use crate::series::{AttrSet, Totals};
 use crate::store::{PendingExport, Store, StoreError};
@@ -43,6 +44,27 @@ pub struct ExportReport {
     pub data_points: usize,
     /// Whether an earlier run's unconfirmed request was sent again first.
     pub replayed: bool,
+}
+
+/// A request ready to go, already recorded as pending in the store.
+#[derive(Debug, Clone)]
+pub struct Outgoing {
+    pub request: std::sync::Arc<Vec<u8>>,
+    kind: OutgoingKind,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum OutgoingKind {
+    /// An earlier run's unconfirmed request, sent again byte for byte.
+    Replay,
+    /// This run's counters, up to `end_ns`.
+    Fresh { end_ns: u64, points: usize },
+}
+
+impl Outgoing {
+    pub fn is_replay(&self) -> bool {
+        matches!(self.kind, OutgoingKind::Replay)
+    }
 }
 
 /// The OTLP side of one run.
@@ -77,15 +99,53 @@ impl OtlpExporter {
         })
     }
 
-    /// Sends everything committed and not yet delivered. On failure nothing is lost: the store
-    /// still holds it, and the next export carries it.
-    pub async fn export(&mut self, store: &mut Store) -> Result<ExportReport, ExportError> {
+    pub fn endpoint(&self) -> &str {
+        &self.target.endpoint
+    }
+
+    /// A handle to send with, for a task of its own.
+    pub fn transport(&self) -> Transport {
+        self.transport.clone()
+    }
+
+    /// Exports once, in place: an earlier run's unconfirmed request first, then everything
+    /// committed and not yet delivered. On failure nothing is lost: the next export carries it.
+    pub async fn export(
+        &mut self,
+        store: &mut Store,
+        health: &SelfStats,
+    ) -> Result<ExportReport, ExportError> {
         let mut report = ExportReport::default();
-        if let Some(pending) = store.pending_export().cloned() {
-            let superseded = pending.cumulative && pending.run_start_ns == self.run_start_ns;
-            if !superseded {
-                report.replayed = self.settle(store, pending).await?;
+        while let Some(outgoing) = self.prepare(store, health)? {
+            let result = self.transport().send(&outgoing.request).await;
+            let replay = outgoing.is_replay();
+            let points = self.complete(store, outgoing, result)?;
+            if !replay {
+                report.data_points = points;
+                break;
             }
+            report.replayed = true;
+        }
+        Ok(report)
+    }
+
+    /// The next request to send, recorded as pending; `None` when there is nothing to send.
+    pub fn prepare(
+        &mut self,
+        store: &mut Store,
+        health: &SelfStats,
+    ) -> Result<Option<Outgoing>, ExportError> {
+        if let Some(pending) = store.pending_export() {
+            if !pending.cumulative {
+                // Delta cannot be replayed safely: count it as delivered (only ever under-counts).
+                store.finish_export()?;
+            } else if pending.run_start_ns != self.run_start_ns {
+                return Ok(Some(Outgoing {
+                    request: std::sync::Arc::new(pending.request.clone()),
+                    kind: OutgoingKind::Replay,
+                }));
+            }
+            // Otherwise it is this run's own: the request built below supersedes it.
         }
 
         let lifetime = store.lifetime();
@@ -93,29 +153,34 @@ impl OtlpExporter {
         let (values, interval) = match self.temporality {
             Temporality::Cumulative => {
                 let base = self.base.get_or_insert_with(|| store.delivered().clone());
-                let values = subtract(lifetime, base);
                 (
-                    values,
+                    subtract(lifetime, base),
                     Interval {
                         start_ns: self.run_start_ns,
                         end_ns: now,
                     },
                 )
             }
-            Temporality::Delta => {
-                let values = subtract(lifetime, store.delivered());
-                (
-                    values,
-                    Interval {
-                        start_ns: self.last_export_ns,
-                        end_ns: now,
-                    },
-                )
-            }
+            Temporality::Delta => (
+                subtract(lifetime, store.delivered()),
+                Interval {
+                    start_ns: self.last_export_ns,
+                    end_ns: now,
+                },
+            ),
         };
-        let Some((request, points)) = payload::request(&self.resource, &values, self.temporality, interval)
-        else {
-            return Ok(report);
+        let run = Interval {
+            start_ns: self.run_start_ns,
+            end_ns: now,
+        };
+        let Some((request, points)) = payload::request(
+            &self.resource,
+            &values,
+            self.temporality,
+            interval,
+            Some((health, run)),
+        ) else {
+            return Ok(None);
         };
         let pending = PendingExport {
             run_start_ns: self.run_start_ns,
@@ -123,44 +188,46 @@ impl OtlpExporter {
             request: request.encode_to_vec(),
             delivered_after: lifetime.clone(),
         };
-        store.begin_export(pending.clone())?;
-        match self.transport.send(&pending.request).await {
-            Ok(()) => {
+        let request = std::sync::Arc::new(pending.request.clone());
+        store.begin_export(pending)?;
+        Ok(Some(Outgoing {
+            request,
+            kind: OutgoingKind::Fresh { end_ns: now, points },
+        }))
+    }
+
+    /// Records the collector's answer to `outgoing`; returns the data points delivered.
+    pub fn complete(
+        &mut self,
+        store: &mut Store,
+        outgoing: Outgoing,
+        result: Result<(), SendError>,
+    ) -> Result<usize, ExportError> {
+        let (end_ns, points) = match (outgoing.kind, result) {
+            (OutgoingKind::Replay, Ok(())) => {
                 store.finish_export()?;
-                self.last_export_ns = now;
-                report.data_points = points;
-                Ok(report)
+                return Ok(0);
             }
-            Err(e) => {
+            (OutgoingKind::Fresh { end_ns, points }, Ok(())) => (end_ns, points),
+            // Cumulative: left pending, to be replayed (or superseded) by the next export.
+            (OutgoingKind::Replay, Err(e)) => return Err(self.send_error(e)),
+            (OutgoingKind::Fresh { end_ns, .. }, Err(e)) => {
                 match (self.temporality, &e) {
-                    // Cumulative: left pending, replayed or superseded by the next export.
                     (Temporality::Cumulative, _) => {}
                     // Delta, no answer: the collector may have it; err toward under-counting.
                     (Temporality::Delta, SendError::Timeout(_)) => {
                         store.finish_export()?;
-                        self.last_export_ns = now;
+                        self.last_export_ns = end_ns;
                     }
                     // Delta, refused: the next export carries the amount again.
                     (Temporality::Delta, SendError::Failed(_)) => store.abandon_export()?,
                 }
-                Err(self.send_error(e))
+                return Err(self.send_error(e));
             }
-        }
-    }
-
-    /// Settles an unconfirmed request left by an earlier run (or by this run in delta mode).
-    /// Returns whether it was sent again.
-    async fn settle(&mut self, store: &mut Store, pending: PendingExport) -> Result<bool, ExportError> {
-        if !pending.cumulative {
-            store.finish_export()?;
-            return Ok(false);
-        }
-        self.transport
-            .send(&pending.request)
-            .await
-            .map_err(|e| self.send_error(e))?;
+        };
         store.finish_export()?;
-        Ok(true)
+        self.last_export_ns = end_ns;
+        Ok(points)
     }
 
     fn send_error(&self, error: SendError) -> ExportError {

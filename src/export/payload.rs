@@ -11,6 +11,7 @@ use opentelemetry_proto::tonic::metrics::v1::{
 };
 use opentelemetry_proto::tonic::resource::v1::Resource;
 
+use super::self_metrics::{Kind, SelfStats};
 use crate::series::{AttrSet, Quantity, Totals};
 
 /// Whether points carry running sums or increments.
@@ -27,15 +28,17 @@ pub struct Interval {
     pub end_ns: u64,
 }
 
-/// Builds the request; `None` when no series has a value to send.
+/// Builds the request; `None` when no series has a value to send. `points` counts the data
+/// points of the eight ledger metrics; the exporter's own health (`health`) rides along.
 pub fn request(
     resource: &Resource,
     values: &BTreeMap<AttrSet, Totals>,
     temporality: Temporality,
     interval: Interval,
+    health: Option<(&SelfStats, Interval)>,
 ) -> Option<(ExportMetricsServiceRequest, usize)> {
     let mut points = 0;
-    let metrics: Vec<Metric> = Quantity::ALL
+    let mut metrics: Vec<Metric> = Quantity::ALL
         .iter()
         .filter_map(|quantity| {
             let data_points: Vec<NumberDataPoint> = values
@@ -75,6 +78,9 @@ pub fn request(
     if metrics.is_empty() {
         return None;
     }
+    if let Some((health, run)) = health {
+        metrics.extend(self_metrics(health, run));
+    }
     let request = ExportMetricsServiceRequest {
         resource_metrics: vec![ResourceMetrics {
             resource: Some(resource.clone()),
@@ -103,6 +109,59 @@ fn attributes(attrs: &AttrSet) -> Vec<KeyValue> {
             value: Some(AnyValue {
                 value: Some(any_value::Value::StringValue((*value).into())),
             }),
+        })
+        .collect()
+}
+
+/// The exporter's health as OTLP metrics: cumulative counters over this run (`run`), gauges as
+/// they are now.
+fn self_metrics(health: &SelfStats, run: Interval) -> Vec<Metric> {
+    health
+        .metrics()
+        .into_iter()
+        .map(|m| {
+            let points = m
+                .values
+                .iter()
+                .map(|(reason, value)| NumberDataPoint {
+                    attributes: reason
+                        .map(|r| {
+                            vec![KeyValue {
+                                key: "reason".into(),
+                                key_strindex: 0,
+                                value: Some(AnyValue {
+                                    value: Some(any_value::Value::StringValue(r.into())),
+                                }),
+                            }]
+                        })
+                        .unwrap_or_default(),
+                    start_time_unix_nano: run.start_ns,
+                    time_unix_nano: run.end_ns,
+                    value: Some(match m.kind {
+                        Kind::Counter => number_data_point::Value::AsInt(*value as i64),
+                        Kind::Gauge => number_data_point::Value::AsDouble(*value),
+                    }),
+                    ..NumberDataPoint::default()
+                })
+                .collect();
+            let data = match m.kind {
+                Kind::Counter => metric::Data::Sum(Sum {
+                    data_points: points,
+                    // This run's counts, whatever the ledger metrics' temporality.
+                    aggregation_temporality: AggregationTemporality::Cumulative as i32,
+                    is_monotonic: true,
+                }),
+                Kind::Gauge => metric::Data::Gauge(opentelemetry_proto::tonic::metrics::v1::Gauge {
+                    data_points: points,
+                }),
+            };
+            Metric {
+                name: m.otlp_name.into(),
+                description: m.help.into(),
+                unit: m.unit.into(),
+                data: Some(data),
+                ..Metric::default()
+            }
         })
         .collect()
 }

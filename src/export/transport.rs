@@ -118,7 +118,8 @@ impl fmt::Display for SendError {
     }
 }
 
-/// A connection to the collector, reused across exports.
+/// A connection to the collector, reused across exports. Cloning is cheap and shares it.
+#[derive(Clone)]
 pub enum Transport {
     Grpc {
         client: MetricsServiceClient<Channel>,
@@ -202,17 +203,17 @@ impl Transport {
     }
 
     /// Sends one encoded `ExportMetricsServiceRequest`.
-    pub async fn send(&mut self, request: &[u8]) -> Result<(), SendError> {
+    pub async fn send(mut self, request: &[u8]) -> Result<(), SendError> {
         match self {
             Transport::Grpc {
-                client,
-                metadata,
+                ref mut client,
+                ref metadata,
                 timeout,
             } => {
                 let message = ExportMetricsServiceRequest::decode(request)
                     .map_err(|e| SendError::Failed(format!("unreadable pending request: {e}")))?;
                 let mut call = tonic::Request::new(message);
-                call.set_timeout(*timeout);
+                call.set_timeout(timeout);
                 for (key, value) in metadata.iter() {
                     call.metadata_mut().insert(key.clone(), value.clone());
                 }
@@ -225,12 +226,12 @@ impl Transport {
                 }
             }
             Transport::Http {
-                client,
-                url,
-                headers,
+                ref client,
+                ref url,
+                ref headers,
                 gzip,
             } => {
-                let body = if *gzip {
+                let body = if gzip {
                     gzip_bytes(request)
                 } else {
                     request.to_vec()

@@ -1,0 +1,137 @@
+//! The exporter's own health (contract §3, `reasonix_exporter.*`): lines read, duplicate and
+//! rejected (by reason), bytes read, label folds, export failures, files tracked, the last poll's
+//! duration and the store's size. One definition serves OTLP and Prometheus.
+
+use crate::ledger::decode::Rejection;
+use crate::store::counts::IngestCounts;
+
+/// A self-metric's kind: a monotonic counter, or a gauge that goes up and down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Counter,
+    Gauge,
+}
+
+/// One self-metric: names in both worlds, and its values (one per label set).
+#[derive(Debug, Clone)]
+pub struct SelfMetric {
+    /// OTLP name, e.g. `reasonix_exporter.lines.read`.
+    pub otlp_name: &'static str,
+    /// Prometheus name without `_total`, e.g. `reasonix_exporter_lines_read`.
+    pub prom_name: &'static str,
+    pub unit: &'static str,
+    pub help: &'static str,
+    pub kind: Kind,
+    /// `(reason label, value)`; the label is `None` for unlabelled metrics.
+    pub values: Vec<(Option<&'static str>, f64)>,
+}
+
+/// A moment's view of the exporter's health.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub struct SelfStats {
+    /// Line counts; lifetime for Prometheus, this run's for OTLP.
+    pub counts: IngestCounts,
+    pub export_failures: u64,
+    pub files_tracked: u64,
+    pub last_poll_seconds: f64,
+    pub store_bytes: u64,
+}
+
+impl SelfStats {
+    pub fn metrics(&self) -> Vec<SelfMetric> {
+        let c = &self.counts;
+        let counter = |otlp_name, prom_name, unit, help, value: u64| SelfMetric {
+            otlp_name,
+            prom_name,
+            unit,
+            help,
+            kind: Kind::Counter,
+            values: vec![(None, value as f64)],
+        };
+        let gauge = |otlp_name, prom_name, unit, help, value: f64| SelfMetric {
+            otlp_name,
+            prom_name,
+            unit,
+            help,
+            kind: Kind::Gauge,
+            values: vec![(None, value)],
+        };
+        vec![
+            counter(
+                "reasonix_exporter.lines.read",
+                "reasonix_exporter_lines_read",
+                "{line}",
+                "Complete, non-blank ledger lines read (counted + duplicate + rejected).",
+                c.read(),
+            ),
+            counter(
+                "reasonix_exporter.lines.counted",
+                "reasonix_exporter_lines_counted",
+                "{line}",
+                "New ledger lines accepted.",
+                c.counted,
+            ),
+            counter(
+                "reasonix_exporter.lines.duplicate",
+                "reasonix_exporter_lines_duplicate",
+                "{line}",
+                "Ledger lines skipped because their bytes were counted before.",
+                c.duplicate,
+            ),
+            SelfMetric {
+                otlp_name: "reasonix_exporter.lines.rejected",
+                prom_name: "reasonix_exporter_lines_rejected",
+                unit: "{line}",
+                help: "Ledger lines that count nothing, by reason.",
+                kind: Kind::Counter,
+                values: Rejection::ALL
+                    .iter()
+                    .zip(c.rejected)
+                    .map(|(why, n)| (Some(why.as_str()), n as f64))
+                    .collect(),
+            },
+            counter(
+                "reasonix_exporter.bytes.read",
+                "reasonix_exporter_read_bytes",
+                "By",
+                "Ledger bytes read, re-reads included.",
+                c.bytes,
+            ),
+            counter(
+                "reasonix_exporter.label.folds",
+                "reasonix_exporter_label_folds",
+                "{increment}",
+                "Increments folded into the attribute set `other` by the cardinality limit.",
+                c.folded,
+            ),
+            counter(
+                "reasonix_exporter.export.failures",
+                "reasonix_exporter_export_failures",
+                "{request}",
+                "OTLP export requests that failed (since this process started).",
+                self.export_failures,
+            ),
+            gauge(
+                "reasonix_exporter.files.tracked",
+                "reasonix_exporter_files_tracked",
+                "{file}",
+                "Ledger files in the stats folder.",
+                self.files_tracked as f64,
+            ),
+            gauge(
+                "reasonix_exporter.poll.duration",
+                "reasonix_exporter_poll_duration_seconds",
+                "s",
+                "How long the last poll of the ledger took.",
+                self.last_poll_seconds,
+            ),
+            gauge(
+                "reasonix_exporter.store.size",
+                "reasonix_exporter_store_size_bytes",
+                "By",
+                "The store's size on disk.",
+                self.store_bytes as f64,
+            ),
+        ]
+    }
+}
