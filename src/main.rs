@@ -1,13 +1,19 @@
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::Parser;
+use tracing_subscriber::EnvFilter;
 
-use reasonix_exporter::cli::args::{Cli, Command};
+use reasonix_exporter::cli::args::{Cli, Command, LogFormat, Options};
 use reasonix_exporter::cli::settings::{Settings, process_env};
-use reasonix_exporter::cli::{once, status};
+use reasonix_exporter::cli::{once, run, status};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Err(err) = init_logging(&cli.options) {
+        eprintln!("reasonix-exporter: {err:#}");
+        return ExitCode::FAILURE;
+    }
     match try_main(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
@@ -21,17 +27,40 @@ fn main() -> ExitCode {
 fn try_main(cli: Cli) -> anyhow::Result<()> {
     let settings = Settings::resolve(&cli.options, &process_env)?;
     match cli.command.unwrap_or(Command::Run) {
-        Command::Once => runtime()?.block_on(once::once(&settings)),
+        Command::Run => runtime(true)?.block_on(run::run(&settings)),
+        Command::Once => runtime(false)?.block_on(once::once(&settings)),
         Command::Status { json } => status::status(&settings, json),
-        Command::Run | Command::Doctor => {
-            anyhow::bail!("this command is not available yet in this build; use `once` (see README)")
-        }
+        Command::Doctor => anyhow::bail!("doctor is not available yet in this build"),
     }
 }
 
-/// A small runtime: the exporter does little concurrent work, and tonic needs one to exist.
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?)
+/// `--log-level` wins over `RUST_LOG`; info by default. Logs go to stderr, one line per event.
+fn init_logging(options: &Options) -> anyhow::Result<()> {
+    let filter = match &options.log_level {
+        Some(level) => EnvFilter::try_new(level).map_err(|_| {
+            anyhow::anyhow!("--log-level '{level}' is not a level: use error, warn, info, debug or trace")
+        })?,
+        None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+    };
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false);
+    match options.log_format {
+        LogFormat::Json => builder.json().init(),
+        LogFormat::Text => builder.with_ansi(std::io::stderr().is_terminal()).init(),
+    }
+    Ok(())
+}
+
+/// The daemon gets two workers (ingestion, and the HTTP server and exports); `once` needs one.
+fn runtime(daemon: bool) -> anyhow::Result<tokio::runtime::Runtime> {
+    let mut builder = if daemon {
+        let mut b = tokio::runtime::Builder::new_multi_thread();
+        b.worker_threads(2);
+        b
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+    };
+    Ok(builder.enable_all().build()?)
 }

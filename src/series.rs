@@ -142,6 +142,20 @@ impl Quantity {
         }
     }
 
+    /// The Prometheus name of contract §3.
+    pub fn prom_name(self) -> &'static str {
+        match self {
+            Quantity::Prompt => "reasonix_prompt_tokens_total",
+            Quantity::Completion => "reasonix_completion_tokens_total",
+            Quantity::Reasoning => "reasonix_reasoning_tokens_total",
+            Quantity::CacheHit => "reasonix_cache_hit_tokens_total",
+            Quantity::CacheMiss => "reasonix_cache_miss_tokens_total",
+            Quantity::Total => "reasonix_tokens_total",
+            Quantity::Requests => "reasonix_requests_total",
+            Quantity::Turns => "reasonix_turns_total",
+        }
+    }
+
     pub fn unit(self) -> &'static str {
         match self {
             Quantity::Requests => "{request}",

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -68,4 +68,17 @@ pub struct Options {
     /// Delete the store and rebuild it from the ledger.
     #[arg(long, global = true)]
     pub reset_state: bool,
+    /// Log level or filter (error, warn, info, debug, trace) [default: $RUST_LOG, else info]
+    #[arg(long, global = true, value_name = "LEVEL")]
+    pub log_level: Option<String>,
+    /// text, or json for log shippers
+    #[arg(long, global = true, value_name = "FORMAT", default_value = "text")]
+    pub log_format: LogFormat,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
 }

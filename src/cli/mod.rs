@@ -2,5 +2,6 @@
 
 pub mod args;
 pub mod once;
+pub mod run;
 pub mod settings;
 pub mod status;

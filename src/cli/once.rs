@@ -24,7 +24,7 @@ pub async fn once(settings: &Settings) -> anyhow::Result<()> {
                 export_failures: 0,
             };
             let c = report.counts;
-            eprintln!(
+            tracing::info!(
                 "ingested {} new lines ({} duplicate, {} rejected) from {} of {} files",
                 c.counted,
                 c.duplicate,
@@ -33,15 +33,15 @@ pub async fn once(settings: &Settings) -> anyhow::Result<()> {
                 report.files
             );
             if report.files_failed > 0 {
-                eprintln!(
-                    "warning: {} ledger files could not be read this time; they are retried on the next run",
+                tracing::warn!(
+                    "{} ledger files could not be read this time; they are retried on the next run",
                     report.files_failed
                 );
             }
         }
         // Nothing to read yet is not a failure: what is undelivered still goes out.
-        Err(IngestError::StatsDir { source, .. }) if source.kind() == ErrorKind::NotFound => eprintln!(
-            "warning: stats dir {} does not exist yet (from {}); nothing to read. Is Reasonix installed? Set --stats-dir or REASONIX_HOME if it lives elsewhere",
+        Err(IngestError::StatsDir { source, .. }) if source.kind() == ErrorKind::NotFound => tracing::warn!(
+            "stats dir {} does not exist yet (from {}); nothing to read. Is Reasonix installed? Set --stats-dir or REASONIX_HOME if it lives elsewhere",
             stats_dir.display(),
             settings.stats_dir.origin
         ),
@@ -56,11 +56,12 @@ pub async fn once(settings: &Settings) -> anyhow::Result<()> {
         anyhow::anyhow!("{e}; nothing was lost: what was ingested stays committed and is exported next time")
     })?;
     if report.replayed {
-        eprintln!("re-sent the export an earlier run left unconfirmed");
+        tracing::info!("re-sent the export an earlier run left unconfirmed");
     }
-    eprintln!(
+    tracing::info!(
         "exported {} data points to {}",
-        report.data_points, otlp.target.endpoint
+        report.data_points,
+        otlp.target.endpoint
     );
     Ok(())
 }

@@ -1,7 +1,8 @@
-//! The export side: counters out of the store, to an OTLP collector.
+//! The export side: counters out of the store, to an OTLP collector and to Prometheus.
 
 pub mod otlp;
 pub mod payload;
+pub mod prometheus;
 pub mod resource;
 pub mod self_metrics;
 pub mod transport;

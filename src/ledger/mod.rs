@@ -5,3 +5,4 @@ pub mod decode;
 pub mod discover;
 pub mod tail;
 pub mod timestamp;
+pub mod watch;

@@ -1,0 +1,189 @@
+//! `/metrics` for Prometheus, from the store's lifetime totals (contract §6): values never go
+//! down across restarts, and a scrape sees only what is committed. OpenMetrics (with `_created`)
+//! when the scraper asks for it, the classic text format otherwise.
+//!
+//! Hand-formatted rather than through `prometheus-client`: that crate (0.26) cannot write
+//! `_created` for counters, and our values are a snapshot of the store, not live metric objects.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, header};
+use axum::response::IntoResponse;
+use tokio::sync::watch;
+
+use super::self_metrics::{Kind, SelfStats};
+use crate::series::{AttrSet, Quantity, Totals};
+
+/// What a scrape shows: published by the daemon after every commit.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    pub lifetime: BTreeMap<AttrSet, Totals>,
+    /// When the store was created: the start of every lifetime counter.
+    pub created: Option<SystemTime>,
+    pub health: SelfStats,
+}
+
+const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+const TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// Serves `/metrics` on `listener` until the task is dropped.
+pub async fn serve(listener: tokio::net::TcpListener, snapshots: watch::Receiver<Arc<Snapshot>>) {
+    let app = axum::Router::new()
+        .route("/metrics", axum::routing::get(metrics))
+        .route(
+            "/",
+            axum::routing::get(|| async { "reasonix-exporter: see /metrics\n" }),
+        )
+        .with_state(snapshots);
+    if let Err(e) = axum::serve(listener, app).await {
+        tracing::error!("prometheus endpoint stopped: {e}");
+    }
+}
+
+async fn metrics(
+    State(snapshots): State<watch::Receiver<Arc<Snapshot>>>,
+    headers: HeaderMap,
+) -> impl IntoResponse {
+    let snapshot = snapshots.borrow().clone();
+    let openmetrics = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.contains("application/openmetrics-text"));
+    let body = encode(&snapshot, openmetrics);
+    (
+        [(header::CONTENT_TYPE, if openmetrics { OPENMETRICS } else { TEXT })],
+        body,
+    )
+}
+
+/// The exposition text for `snapshot`.
+pub fn encode(snapshot: &Snapshot, openmetrics: bool) -> String {
+    let mut out = String::with_capacity(4096 + snapshot.lifetime.len() * 8 * 120);
+    let created = snapshot
+        .created
+        .and_then(|c| c.duration_since(SystemTime::UNIX_EPOCH).ok())
+        .map(|d| d.as_secs_f64());
+    for quantity in Quantity::ALL {
+        let total_name = quantity.prom_name();
+        let family = total_name.trim_end_matches("_total");
+        header_lines(
+            &mut out,
+            if openmetrics { family } else { total_name },
+            quantity.description(),
+            "counter",
+        );
+        for (attrs, totals) in &snapshot.lifetime {
+            let value = totals.get(quantity);
+            if value == 0 {
+                continue;
+            }
+            let labels = labels(&attrs.pairs());
+            let _ = writeln!(out, "{total_name}{labels} {value}");
+            if let (true, Some(created)) = (openmetrics, created) {
+                let _ = writeln!(out, "{family}_created{labels} {created}");
+            }
+        }
+    }
+    for metric in snapshot.health.metrics() {
+        let (name, kind) = match metric.kind {
+            Kind::Counter => (format!("{}_total", metric.prom_name), "counter"),
+            Kind::Gauge => (metric.prom_name.to_string(), "gauge"),
+        };
+        header_lines(
+            &mut out,
+            if openmetrics { metric.prom_name } else { &name },
+            metric.help,
+            kind,
+        );
+        for (reason, value) in &metric.values {
+            let labels = reason.map(|r| labels(&[("reason", r)])).unwrap_or_default();
+            let _ = writeln!(out, "{name}{labels} {value}");
+        }
+    }
+    if openmetrics {
+        out.push_str("# EOF\n");
+    }
+    out
+}
+
+fn header_lines(out: &mut String, name: &str, help: &str, kind: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+}
+
+/// `{k="v",…}` with the exposition format's escaping.
+fn labels(pairs: &[(&str, &str)]) -> String {
+    let mut out = String::from("{");
+    for (i, (key, value)) in pairs.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(key);
+        out.push_str("=\"");
+        for c in value.chars() {
+            match c {
+                '\\' => out.push_str("\\\\"),
+                '"' => out.push_str("\\\""),
+                '\n' => out.push_str("\\n"),
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+    }
+    out.push('}');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snapshot() -> Snapshot {
+        let mut totals = Totals::default();
+        totals.set(Quantity::Prompt, 7517);
+        totals.set(Quantity::Requests, 1);
+        let attrs = AttrSet {
+            model_ref: r#"we"ird\model"#.into(),
+            provider: "deepseek".into(),
+            source: "cli".into(),
+        };
+        Snapshot {
+            lifetime: BTreeMap::from([(attrs, totals)]),
+            created: Some(SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(1_764_500_000_250)),
+            health: SelfStats::default(),
+        }
+    }
+
+    #[test]
+    fn text_format_has_counters_with_escaped_labels() {
+        let text = encode(&snapshot(), false);
+        assert!(
+            text.contains("# TYPE reasonix_prompt_tokens_total counter\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"reasonix_prompt_tokens_total{model_ref="we\"ird\\model",provider="deepseek",source="cli"} 7517"#),
+            "{text}"
+        );
+        assert!(!text.contains("_created"), "the classic format has no _created");
+        assert!(
+            !text.contains("reasonix_tokens_total{"),
+            "zero series are left out"
+        );
+        assert!(text.contains("reasonix_exporter_lines_rejected_total{reason=\"invalid_json\"} 0"));
+    }
+
+    #[test]
+    fn openmetrics_has_created_and_eof() {
+        let text = encode(&snapshot(), true);
+        assert!(text.contains("# TYPE reasonix_prompt_tokens counter\n"), "{text}");
+        assert!(text.contains("reasonix_prompt_tokens_created{"), "{text}");
+        assert!(text.contains("} 1764500000.25\n"), "{text}");
+        assert!(text.ends_with("# EOF\n"));
+    }
+}
