@@ -30,6 +30,8 @@ const FIRST_RETRY: Duration = Duration::from_secs(1);
 
 /// The top-level entry point for `reasonix-exporter run`.
 pub async fn run(settings: &Settings) -> anyhow::Result<()> {
+    // First of all, so that a signal during a long backfill is a graceful stop, not a kill.
+    let stop = StopSignals::install()?;
     let store = Store::open(&settings.state_dir.value, settings.reset_state)?;
     let (snapshots, snapshot_rx) = watch::channel(Arc::new(Snapshot::default()));
     if let Some(addr) = settings.prometheus.value {
@@ -59,7 +61,7 @@ pub async fn run(settings: &Settings) -> anyhow::Result<()> {
         export_failures: 0,
         last_poll: PollReport::default(),
     };
-    daemon.serve().await
+    daemon.serve(stop).await
 }
 
 /// What we last said about the stats folder, so that each change is logged once.
@@ -89,8 +91,7 @@ struct Daemon {
 }
 
 impl Daemon {
-    async fn serve(&mut self) -> anyhow::Result<()> {
-        let mut stop = std::pin::pin!(stop_signal());
+    async fn serve(&mut self, mut stop: StopSignals) -> anyhow::Result<()> {
         let mut poll_tick = tokio::time::interval(self.settings.poll_interval.value);
         poll_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut export_tick = tokio::time::interval(self.settings.export_interval.value);
@@ -98,7 +99,7 @@ impl Daemon {
         self.ingest()?;
         loop {
             tokio::select! {
-                _ = &mut stop => break,
+                _ = stop.recv() => break,
                 _ = self.wake.notified() => self.ingest()?,
                 _ = poll_tick.tick() => self.ingest()?,
                 _ = export_tick.tick(), if self.in_flight.is_none() => self.start_export()?,
@@ -338,26 +339,38 @@ async fn sleep_until(at: Option<tokio::time::Instant>) {
     }
 }
 
-/// Resolves on SIGINT or SIGTERM.
-async fn stop_signal() {
+/// SIGINT and SIGTERM, registered when installed (not when first awaited).
+struct StopSignals {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
+    term: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    interrupt: tokio::signal::unix::Signal,
+}
+
+impl StopSignals {
+    fn install() -> anyhow::Result<StopSignals> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Ok(StopSignals {
+                term: signal(SignalKind::terminate()).context("cannot handle SIGTERM")?,
+                interrupt: signal(SignalKind::interrupt()).context("cannot handle SIGINT")?,
+            })
         }
+        #[cfg(not(unix))]
+        Ok(StopSignals {})
     }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
+
+    async fn recv(&mut self) {
+        #[cfg(unix)]
+        tokio::select! {
+            _ = self.term.recv() => {}
+            _ = self.interrupt.recv() => {}
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+        tracing::info!("stopping");
     }
-    tracing::info!("stopping");
 }

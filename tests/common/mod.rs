@@ -128,3 +128,138 @@ pub fn files_below(dir: &Path) -> Vec<PathBuf> {
 pub fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
+
+/// A `run` daemon started by a test, its stderr captured in a file.
+pub struct Daemon {
+    pub child: std::process::Child,
+    pub log: PathBuf,
+}
+
+impl Fixture {
+    /// Starts `run` with `args`; its stderr goes to a fresh log file.
+    pub fn spawn(&self, args: &[&str]) -> Daemon {
+        self.spawn_with(args, &[])
+    }
+
+    pub fn spawn_with(&self, args: &[&str], env: &[(&str, &str)]) -> Daemon {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let log = self.root.path().join(format!("daemon-{n}.log"));
+        let mut all = vec!["run"];
+        all.extend_from_slice(args);
+        let mut cmd = self.command(&all);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let child = cmd
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("start run");
+        Daemon { child, log }
+    }
+}
+
+impl Daemon {
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// SIGTERM, then wait; returns how long the exit took.
+    pub fn terminate(mut self) -> (std::process::ExitStatus, std::time::Duration, String) {
+        let started = std::time::Instant::now();
+        send_signal(self.child.id(), "TERM");
+        let status = self.child.wait().unwrap();
+        (status, started.elapsed(), self.log_text())
+    }
+
+    /// SIGKILL, then wait.
+    pub fn kill9(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Sends a signal with the `kill` command (no libc in tests).
+pub fn send_signal(pid: u32, signal: &str) {
+    let ok = Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
+    assert!(ok.success(), "kill -{signal} {pid}");
+}
+
+/// A loopback port nobody listens on right now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Calls `check` until it returns true or `timeout` passes; returns whether it did.
+pub fn wait_until(timeout: std::time::Duration, mut check: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        if check() {
+            return true;
+        }
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// `GET path` over plain HTTP/1.0; `None` if nothing answers.
+pub fn http_get(port: u16, path: &str, accept: Option<&str>) -> Option<String> {
+    use std::io::Read;
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    let accept = accept.map(|a| format!("Accept: {a}\r\n")).unwrap_or_default();
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: localhost\r\n{accept}\r\n").ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    response.split_once("\r\n\r\n").map(|(_, body)| body.to_string())
+}
+
+/// The eight ledger counters per series from a Prometheus text exposition.
+pub fn scrape_totals(port: u16) -> Option<std::collections::BTreeMap<model::Series, [u64; 8]>> {
+    let body = http_get(port, "/metrics", None)?;
+    let names = [
+        "reasonix_prompt_tokens_total",
+        "reasonix_completion_tokens_total",
+        "reasonix_reasoning_tokens_total",
+        "reasonix_cache_hit_tokens_total",
+        "reasonix_cache_miss_tokens_total",
+        "reasonix_tokens_total",
+        "reasonix_requests_total",
+        "reasonix_turns_total",
+    ];
+    let mut out = std::collections::BTreeMap::new();
+    for line in body.lines().filter(|l| !l.starts_with('#')) {
+        let Some((name, rest)) = line.split_once('{') else {
+            continue;
+        };
+        let Some(q) = names.iter().position(|n| *n == name) else {
+            continue;
+        };
+        let (labels, value) = rest.rsplit_once("} ")?;
+        let get = |key: &str| {
+            let start = labels.find(&format!("{key}=\""))? + key.len() + 2;
+            let end = labels[start..].find('"')? + start;
+            Some(labels[start..end].to_string())
+        };
+        let series = (get("model_ref")?, get("provider")?, get("source")?);
+        out.entry(series).or_insert([0u64; 8])[q] = value.trim().parse().ok()?;
+    }
+    Some(out)
+}

@@ -1,0 +1,265 @@
+//! `run`, the daemon, end to end: live ingestion of bursts and new day files, periodic export to
+//! a real receiver, SIGTERM delivering the tail, `kill -9` and restart, a collector that is down
+//! and comes back, and `/metrics`.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::generator::{Generator, days};
+use common::model::Model;
+use common::receiver::Receiver;
+use common::{Fixture, free_port, scrape_totals, wait_until};
+
+const PATIENCE: Duration = Duration::from_secs(20);
+
+fn daemon_args(receiver: &Receiver, prometheus_port: u16) -> Vec<String> {
+    [
+        "--otlp-endpoint",
+        &receiver.endpoint,
+        "--otlp-protocol",
+        receiver.protocol,
+        "--export-interval",
+        "300ms",
+        "--poll-interval",
+        "500ms",
+        "--prometheus",
+        &format!("127.0.0.1:{prometheus_port}"),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+#[test]
+fn run_delivers_bursts_exactly_and_sigterm_delivers_the_tail() {
+    let fx = Fixture::new();
+    let receiver = Receiver::grpc();
+    let mut model = Model::default();
+    let mut generator = Generator::new(31);
+    let all_days = days(4);
+    let first = generator.day_file(&all_days[0], 300);
+    fx.append(&format!("{}.jsonl", all_days[0]), first.as_bytes());
+    model.feed(first.as_bytes());
+
+    let port = free_port();
+    let args = daemon_args(&receiver, port);
+    let daemon = fx.spawn(&strs(&args));
+    assert!(
+        wait_until(PATIENCE, || receiver.backend_totals() == model.expected.totals()),
+        "backfill not delivered: {}",
+        daemon.log_text()
+    );
+
+    // Bursts of lines, split writes, and a new day file appearing while running.
+    for (i, day) in all_days.iter().enumerate().skip(1) {
+        for _ in 0..3 {
+            let burst = generator.day_file(day, 40 + i * 7);
+            let (a, b) = burst.split_at(burst.len() / 3);
+            fx.append(&format!("{day}.jsonl"), a.as_bytes());
+            fx.append(&format!("{day}.jsonl"), b.as_bytes());
+            model.feed(burst.as_bytes());
+        }
+        assert!(
+            wait_until(PATIENCE, || receiver.backend_totals() == model.expected.totals()),
+            "burst on {day} not delivered"
+        );
+    }
+    assert_eq!(
+        scrape_totals(port).unwrap(),
+        model.expected.totals(),
+        "/metrics shows the same totals"
+    );
+
+    // The tail: lines appended just before SIGTERM are committed and exported on the way out.
+    let tail = generator.day_file(&all_days[3], 25);
+    fx.append(&format!("{}.jsonl", all_days[3]), tail.as_bytes());
+    model.feed(tail.as_bytes());
+    let (status, took, log) = daemon.terminate();
+    assert!(status.success(), "exit {status:?}: {log}");
+    assert!(took < Duration::from_secs(5), "stopping took {took:?}");
+    assert_eq!(
+        receiver.backend_totals(),
+        model.expected.totals(),
+        "the tail went out: {log}"
+    );
+    assert_eq!(fx.status()["series"], model.expected.status_json()["series"]);
+}
+
+#[test]
+fn run_killed_with_9_then_restarted_delivers_exact_totals() {
+    let fx = Fixture::new();
+    let receiver = Receiver::http();
+    let mut model = Model::default();
+    let mut generator = Generator::new(32);
+    let all_days = days(6);
+    let port = free_port();
+    let args = daemon_args(&receiver, port);
+    for (round, day) in all_days.iter().enumerate() {
+        let daemon = fx.spawn(&strs(&args));
+        let text = generator.day_file(day, 400);
+        fx.append(&format!("{day}.jsonl"), text.as_bytes());
+        model.feed(text.as_bytes());
+        // Wait for the ledger to be committed (visible on /metrics), then kill at a moment that
+        // varies with the round: right away, or after some exports went out.
+        assert!(wait_until(PATIENCE, || scrape_totals(port) == Some(model.expected.totals())));
+        std::thread::sleep(Duration::from_millis(60 * round as u64));
+        daemon.kill9();
+    }
+    let daemon = fx.spawn(&strs(&args));
+    assert!(
+        wait_until(PATIENCE, || receiver.backend_totals() == model.expected.totals()),
+        "after restarts, backend {:?}",
+        receiver.backend_totals().len()
+    );
+    // Stop it only once it is serving, so that the stop is the graceful path under test.
+    assert!(wait_until(PATIENCE, || scrape_totals(port).is_some()));
+    let (status, _, log) = daemon.terminate();
+    assert!(status.success(), "{log}");
+    assert_eq!(receiver.backend_totals(), model.expected.totals());
+}
+
+#[test]
+fn collector_down_then_up_loses_nothing_and_warns_once_per_outage() {
+    let fx = Fixture::new();
+    let receiver = Receiver::grpc();
+    receiver.refuse(true);
+    let mut model = Model::default();
+    let mut generator = Generator::new(33);
+    let day = &days(1)[0];
+    let text = generator.day_file(day, 200);
+    fx.append(&format!("{day}.jsonl"), text.as_bytes());
+    model.feed(text.as_bytes());
+
+    let port = free_port();
+    let args = daemon_args(&receiver, port);
+    let daemon = fx.spawn(&strs(&args));
+    // Ingestion goes on while the collector refuses everything.
+    let more = generator.day_file(day, 50);
+    fx.append(&format!("{day}.jsonl"), more.as_bytes());
+    model.feed(more.as_bytes());
+    assert!(wait_until(PATIENCE, || scrape_totals(port) == Some(model.expected.totals())));
+    assert!(wait_until(PATIENCE, || {
+        let body = common::http_get(port, "/metrics", None).unwrap_or_default();
+        body.lines().any(|l| {
+            l.starts_with("reasonix_exporter_export_failures_total ")
+                && !l.ends_with(" 0")
+                && !l.ends_with(" 1")
+        })
+    }));
+    assert!(receiver.backend_totals().is_empty());
+
+    receiver.refuse(false);
+    assert!(wait_until(PATIENCE, || receiver.backend_totals() == model.expected.totals()));
+    let (status, _, log) = daemon.terminate();
+    assert!(status.success());
+    assert_eq!(
+        log.matches("retrying with backoff").count(),
+        1,
+        "one warning when the outage starts: {log}"
+    );
+    assert_eq!(
+        log.matches("works again").count(),
+        1,
+        "one note when it ends: {log}"
+    );
+}
+
+#[test]
+fn a_new_line_is_committed_within_a_second() {
+    let fx = Fixture::new();
+    let port = free_port();
+    let daemon = fx.spawn(&["--otlp", "off", "--prometheus", &format!("127.0.0.1:{port}")]);
+    assert!(wait_until(PATIENCE, || scrape_totals(port).is_some()));
+    let mut worst = Duration::ZERO;
+    for i in 0..20u64 {
+        let line = format!(
+            r#"{{"ts":"2026-08-01T10:00:{:02}Z","model":"m/x","source":"cli","total":{}}}"#,
+            i,
+            i + 1
+        );
+        let written = Instant::now();
+        fx.append_lines("2026-08-01.jsonl", &[&line]);
+        let want = (1..=i + 1).sum::<u64>();
+        assert!(wait_until(Duration::from_secs(5), || {
+            scrape_totals(port).and_then(|t| t.get(&("m/x".into(), "m".into(), "cli".into())).map(|v| v[5]))
+                == Some(want)
+        }));
+        worst = worst.max(written.elapsed());
+    }
+    drop(daemon);
+    assert!(
+        worst < Duration::from_secs(1),
+        "slowest newline → committed: {worst:?}"
+    );
+}
+
+#[test]
+fn stats_dir_that_appears_after_start_is_picked_up() {
+    let fx = Fixture::new();
+    std::fs::remove_dir_all(&fx.stats).unwrap();
+    let port = free_port();
+    let daemon = fx.spawn(&[
+        "--otlp",
+        "off",
+        "--prometheus",
+        &format!("127.0.0.1:{port}"),
+        "--poll-interval",
+        "200ms",
+    ]);
+    assert!(wait_until(PATIENCE, || daemon
+        .log_text()
+        .contains("does not exist yet")));
+    std::fs::create_dir_all(&fx.stats).unwrap();
+    fx.append_lines(
+        "2026-08-01.jsonl",
+        &[r#"{"ts":"2026-08-01T10:00:00Z","model":"m/x","source":"cli","total":9}"#],
+    );
+    assert!(wait_until(PATIENCE, || scrape_totals(port).is_some_and(|t| !t.is_empty())));
+    let (status, _, log) = daemon.terminate();
+    assert!(status.success());
+    assert_eq!(log.matches("does not exist yet").count(), 1, "said once: {log}");
+}
+
+#[test]
+fn sigterm_during_startup_is_a_graceful_stop() {
+    let fx = Fixture::new();
+    // A backfill large enough that the signal lands while it runs.
+    let text = Generator::new(34).day_file("2026-08-01", 30_000);
+    fx.append("2026-08-01.jsonl", text.as_bytes());
+    let daemon = fx.spawn(&["--otlp", "off", "--prometheus", "off"]);
+    // The store's lock holds the pid once the store is open: the backfill starts right after.
+    let pid = daemon.child.id().to_string();
+    let lock = fx.state.join("lock");
+    assert!(wait_until(PATIENCE, || std::fs::read_to_string(&lock)
+        .is_ok_and(|s| s.trim() == pid)));
+    let (status, took, log) = daemon.terminate();
+    assert!(status.success(), "exit {status:?}: {log}");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    let mut model = Model::default();
+    model.feed(text.as_bytes());
+    assert_eq!(
+        fx.status()["series"],
+        model.expected.status_json()["series"],
+        "the backfill was committed"
+    );
+}
+
+#[test]
+fn second_instance_on_the_same_state_dir_exits_at_once() {
+    let fx = Fixture::new();
+    let port = free_port();
+    let first = fx.spawn(&["--otlp", "off", "--prometheus", &format!("127.0.0.1:{port}")]);
+    assert!(wait_until(PATIENCE, || scrape_totals(port).is_some()));
+    let started = Instant::now();
+    let out = fx.run(&["run", "--otlp", "off", "--prometheus", "off"]);
+    assert!(!out.status.success());
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("in use by another reasonix-exporter"), "{stderr}");
+    drop(first);
+}
