@@ -6,7 +6,7 @@ use tracing_subscriber::EnvFilter;
 
 use reasonix_exporter::cli::args::{Cli, Command, LogFormat, Options};
 use reasonix_exporter::cli::settings::{Settings, process_env};
-use reasonix_exporter::cli::{once, run, status};
+use reasonix_exporter::cli::{doctor, once, run, status};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -30,7 +30,7 @@ fn try_main(cli: Cli) -> anyhow::Result<()> {
         Command::Run => runtime(true)?.block_on(run::run(&settings)),
         Command::Once => runtime(false)?.block_on(once::once(&settings)),
         Command::Status { json } => status::status(&settings, json),
-        Command::Doctor => anyhow::bail!("doctor is not available yet in this build"),
+        Command::Doctor => runtime(false)?.block_on(doctor::doctor(&settings)),
     }
 }
 

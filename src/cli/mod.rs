@@ -1,6 +1,7 @@
 //! The command line: arguments, settings, and one module per command.
 
 pub mod args;
+pub mod doctor;
 pub mod once;
 pub mod run;
 pub mod settings;

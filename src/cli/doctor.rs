@@ -1,0 +1,276 @@
+//! `doctor`: every resolved path and where it came from, the ledger, the store, the collector and
+//! the Prometheus port; each problem with its fix. Exits non-zero when something is wrong.
+//! Header values are never shown, only how many headers are set.
+
+use std::path::Path;
+
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+use prost::Message;
+use serde::Deserialize;
+
+use super::settings::Settings;
+use crate::export::transport::Transport;
+use crate::ledger::decode::{Decoded, decode};
+use crate::ledger::discover::ledger_files;
+use crate::store::{Store, StoreError};
+
+/// The lines of a report: what was checked, and the fix for what is wrong.
+#[derive(Default)]
+struct Report {
+    lines: Vec<String>,
+    problems: usize,
+}
+
+impl Report {
+    fn ok(&mut self, topic: &str, text: String) {
+        self.lines.push(format!("  ok       {topic:<12} {text}"));
+    }
+    fn info(&mut self, topic: &str, text: String) {
+        self.lines.push(format!("  -        {topic:<12} {text}"));
+    }
+    fn problem(&mut self, topic: &str, text: String, fix: &str) {
+        self.problems += 1;
+        self.lines.push(format!("  PROBLEM  {topic:<12} {text}"));
+        self.lines.push(format!("           {:<12} fix: {fix}", ""));
+    }
+}
+
+/// The top-level entry point for `reasonix-exporter doctor`.
+pub async fn doctor(settings: &Settings) -> anyhow::Result<()> {
+    let mut report = Report::default();
+    check_config(settings, &mut report);
+    check_ledger(settings, &mut report);
+    check_store(settings, &mut report);
+    check_collector(settings, &mut report).await;
+    check_prometheus(settings, &mut report).await;
+    println!("reasonix-exporter {} doctor", env!("CARGO_PKG_VERSION"));
+    for line in &report.lines {
+        println!("{line}");
+    }
+    if report.problems > 0 {
+        anyhow::bail!("{} problem(s) found; see the fixes above", report.problems);
+    }
+    println!("no problems found");
+    Ok(())
+}
+
+fn check_config(settings: &Settings, report: &mut Report) {
+    match &settings.config_file {
+        Some(path) => report.ok("config", format!("{} (read, no unknown keys)", path.display())),
+        None => report.info(
+            "config",
+            "no config file; flags, variables and defaults only".into(),
+        ),
+    }
+}
+
+fn check_ledger(settings: &Settings, report: &mut Report) {
+    let dir = &settings.stats_dir.value;
+    let origin = &settings.stats_dir.origin;
+    let files = match ledger_files(dir) {
+        Ok(files) => files,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return report.problem(
+                "stats dir",
+                format!("{} (from {origin}) does not exist", dir.display()),
+                "install Reasonix and use it once (it creates the folder), or point --stats-dir or REASONIX_HOME at the folder that holds its stats",
+            );
+        }
+        Err(e) => {
+            return report.problem(
+                "stats dir",
+                format!("{} (from {origin}) cannot be read: {e}", dir.display()),
+                "give the user running the exporter read access to the folder and its *.jsonl files",
+            );
+        }
+    };
+    let bytes: u64 = files
+        .iter()
+        .filter_map(|f| std::fs::metadata(&f.path).ok())
+        .map(|m| m.len())
+        .sum();
+    let newest = files
+        .iter()
+        .filter_map(|f| Some((std::fs::metadata(&f.path).ok()?.modified().ok()?, f)))
+        .max_by_key(|(mtime, _)| *mtime)
+        .and_then(|(_, f)| last_line_time(&f.path));
+    report.ok(
+        "stats dir",
+        format!(
+            "{} (from {origin}): {} ledger files, {}{}",
+            dir.display(),
+            files.len(),
+            human_bytes(bytes),
+            newest
+                .map(|ts| format!(", newest line at {ts}"))
+                .unwrap_or_default()
+        ),
+    );
+    if files.is_empty() {
+        report.info(
+            "stats dir",
+            "no *.jsonl files yet: Reasonix writes the first when it makes a request".into(),
+        );
+    }
+}
+
+/// The `ts` of the last complete line of `path` (read-only; only `ts` is looked at).
+fn last_line_time(path: &Path) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Ts {
+        ts: Option<String>,
+    }
+    let file = std::fs::File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    let window = len.min(64 * 1024);
+    let mut buf = vec![0; window as usize];
+    let read = crate::ledger::checkpoint::read_at(&file, &mut buf, len - window).ok()?;
+    let buf = &buf[..read];
+    let end = memchr::memrchr(b'\n', buf)?;
+    let start = memchr::memrchr(b'\n', &buf[..end]).map_or(0, |i| i + 1);
+    let line = &buf[start..end];
+    if !matches!(decode(line), Decoded::Row(_)) {
+        return None;
+    }
+    serde_json::from_slice::<Ts>(line).ok()?.ts
+}
+
+fn check_store(settings: &Settings, report: &mut Report) {
+    let dir = &settings.state_dir.value;
+    let origin = &settings.state_dir.origin;
+    if !dir.join("store").exists() {
+        return report.info(
+            "store",
+            format!(
+                "none yet under {} (from {origin}); the first run creates it",
+                dir.display()
+            ),
+        );
+    }
+    match Store::open(dir, false) {
+        Ok(store) => {
+            let counts = store.counts();
+            report.ok(
+                "store",
+                format!(
+                    "{} (from {origin}): format {}, {}, {} lines counted, {} series{}",
+                    store.path().display(),
+                    crate::store::FORMAT_VERSION,
+                    human_bytes(store.disk_size()),
+                    counts.counted,
+                    store.series_count(),
+                    if store.pending_export().is_some() {
+                        ", one export awaiting confirmation"
+                    } else {
+                        ""
+                    }
+                ),
+            );
+        }
+        Err(StoreError::Locked { owner, .. }) => report.ok(
+            "store",
+            format!(
+                "{} is in use by a running reasonix-exporter{}",
+                dir.display(),
+                owner.map(|p| format!(" (pid {p})")).unwrap_or_default()
+            ),
+        ),
+        Err(e @ (StoreError::Corrupt { .. } | StoreError::NewerFormat { .. })) => report.problem(
+            "store",
+            e.to_string(),
+            "run `reasonix-exporter once --reset-state` to rebuild it from the ledger",
+        ),
+        Err(e) => report.problem(
+            "store",
+            e.to_string(),
+            "make the state dir writable, or choose another with --state-dir",
+        ),
+    }
+}
+
+async fn check_collector(settings: &Settings, report: &mut Report) {
+    let Some(otlp) = &settings.otlp else {
+        return report.info(
+            "OTLP",
+            "export is off (--otlp off or OTEL_SDK_DISABLED=true)".into(),
+        );
+    };
+    let target = &otlp.target;
+    let headers = if target.headers.0.is_empty() {
+        String::new()
+    } else {
+        format!(", {} header(s) set (values hidden)", target.headers.0.len())
+    };
+    let what = format!("{} {}{}", target.protocol.as_str(), target.endpoint, headers);
+    let transport = match Transport::new(target) {
+        Ok(t) => t,
+        Err(e) => {
+            return report.problem(
+                "OTLP",
+                format!("{what}: {e}"),
+                "fix --otlp-endpoint or OTEL_EXPORTER_OTLP_ENDPOINT",
+            );
+        }
+    };
+    // An empty export request: valid OTLP that carries no data.
+    let empty = ExportMetricsServiceRequest::default().encode_to_vec();
+    match transport.send(&empty).await {
+        Ok(()) => report.ok("OTLP", format!("{what}: reachable, accepts exports")),
+        Err(e) => report.problem(
+            "OTLP",
+            format!("{what}: {e}"),
+            "start an OpenTelemetry Collector there, or point --otlp-endpoint at yours, or use --otlp off to only count",
+        ),
+    }
+}
+
+async fn check_prometheus(settings: &Settings, report: &mut Report) {
+    let Some(addr) = settings.prometheus.value else {
+        return report.info("Prometheus", "endpoint is off".into());
+    };
+    match tokio::net::TcpListener::bind(addr).await {
+        Ok(_) => report.ok("Prometheus", format!("{addr} is free for /metrics")),
+        Err(e) => {
+            if serves_our_metrics(addr).await {
+                report.ok(
+                    "Prometheus",
+                    format!("{addr} is served by a running reasonix-exporter"),
+                );
+            } else {
+                report.problem(
+                    "Prometheus",
+                    format!("cannot listen on {addr}: {e}"),
+                    "stop what uses the port, or choose another with --prometheus ADDR (or --prometheus off)",
+                );
+            }
+        }
+    }
+}
+
+/// Whether `addr` answers `/metrics` with our metrics (a running daemon holds the port).
+async fn serves_our_metrics(addr: std::net::SocketAddr) -> bool {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let attempt = async {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
+        stream
+            .write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n")
+            .await
+            .ok()?;
+        let mut body = Vec::new();
+        stream.read_to_end(&mut body).await.ok()?;
+        Some(String::from_utf8_lossy(&body).contains("reasonix_exporter_lines_read"))
+    };
+    matches!(
+        tokio::time::timeout(std::time::Duration::from_secs(2), attempt).await,
+        Ok(Some(true))
+    )
+}
+
+fn human_bytes(n: u64) -> String {
+    match n {
+        n if n >= 1 << 30 => format!("{:.1} GiB", n as f64 / (1u64 << 30) as f64),
+        n if n >= 1 << 20 => format!("{:.1} MiB", n as f64 / (1u64 << 20) as f64),
+        n if n >= 1 << 10 => format!("{:.1} KiB", n as f64 / 1024.0),
+        n => format!("{n} bytes"),
+    }
+}

@@ -1,0 +1,106 @@
+//! `doctor`: says exactly what is missing and how to fix it; never prints a header value.
+
+mod common;
+
+use common::receiver::Receiver;
+use common::{Fixture, assert_success, free_port};
+
+#[test]
+fn on_a_machine_without_reasonix_doctor_names_what_is_missing_and_the_fix() {
+    let fx = Fixture::new();
+    std::fs::remove_dir_all(fx.home.join(".reasonix")).unwrap();
+    let out = fx.run(&["doctor", "--otlp", "off", "--prometheus", "off"]);
+    assert!(!out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stats = fx.stats.display().to_string();
+    assert!(
+        stdout.contains(&format!(
+            "PROBLEM  stats dir    {stats} (from default) does not exist"
+        )),
+        "{stdout}"
+    );
+    assert!(stdout.contains("fix: install Reasonix"), "{stdout}");
+    assert!(
+        stdout.contains("none yet under"),
+        "no store yet is not a problem: {stdout}"
+    );
+    assert!(!fx.state.exists(), "doctor creates nothing");
+}
+
+#[test]
+fn healthy_setup_passes_and_header_values_stay_secret() {
+    let fx = Fixture::new();
+    fx.append_lines(
+        "2026-08-07.jsonl",
+        &[r#"{"ts":"2026-08-07T00:22:43.5+08:00","model":"m/x","source":"cli","total":3}"#],
+    );
+    fx.ingest();
+    let receiver = Receiver::grpc();
+    let port = free_port();
+    let out = fx
+        .command(&[
+            "doctor",
+            "--otlp-endpoint",
+            &receiver.endpoint,
+            "--otlp-protocol",
+            "grpc",
+            "--prometheus",
+            &format!("127.0.0.1:{port}"),
+        ])
+        .env(
+            "OTEL_EXPORTER_OTLP_HEADERS",
+            "authorization=Bearer%20top-s3cret-value",
+        )
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("1 ledger files") && stdout.contains("newest line at 2026-08-07T00:22:43.5+08:00"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("1 lines counted, 1 series"), "{stdout}");
+    assert!(stdout.contains("reachable, accepts exports"), "{stdout}");
+    assert!(stdout.contains("1 header(s) set (values hidden)"), "{stdout}");
+    assert!(stdout.contains("is free for /metrics"), "{stdout}");
+    let everything = format!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        !everything.contains("s3cret"),
+        "a header value leaked: {everything}"
+    );
+    assert!(
+        receiver.data_requests().is_empty(),
+        "the reachability check carries no data"
+    );
+}
+
+#[test]
+fn unreachable_collector_and_taken_port_are_problems_with_fixes() {
+    let fx = Fixture::new();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let closed = free_port();
+    let out = fx
+        .command(&[
+            "doctor",
+            "--otlp-endpoint",
+            &format!("http://127.0.0.1:{closed}/v1/metrics"),
+            "--prometheus",
+            &format!("127.0.0.1:{port}"),
+        ])
+        .env("OTEL_EXPORTER_OTLP_HEADERS", "x-api-key=s3cret-key")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("PROBLEM  OTLP") && stdout.contains("fix: start an OpenTelemetry Collector"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("PROBLEM  Prometheus") && stdout.contains("fix: stop what uses the port"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("s3cret"));
+    drop(taken);
+}
