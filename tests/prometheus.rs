@@ -1,0 +1,159 @@
+//! A real Prometheus server (Debian's `prometheus`, installed by .ci/run) scrapes `run`'s
+//! `/metrics`: PromQL sums equal the contract's totals, and across an exporter restart no series
+//! goes down (`resets()` is 0).
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::generator::{Generator, days};
+use common::model::{Model, QUANTITIES};
+use common::{Fixture, free_port, http_get, scrape_totals, wait_until};
+
+const PROM_NAMES: [&str; 8] = [
+    "reasonix_prompt_tokens_total",
+    "reasonix_completion_tokens_total",
+    "reasonix_reasoning_tokens_total",
+    "reasonix_cache_hit_tokens_total",
+    "reasonix_cache_miss_tokens_total",
+    "reasonix_tokens_total",
+    "reasonix_requests_total",
+    "reasonix_turns_total",
+];
+
+struct Prometheus {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Prometheus {
+    fn start(fx: &Fixture, target_port: u16) -> Option<Prometheus> {
+        if Command::new("prometheus").arg("--version").output().is_err() {
+            return None;
+        }
+        let dir = fx.root.path().join("prometheus");
+        std::fs::create_dir_all(&dir).unwrap();
+        let config = dir.join("prometheus.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: reasonix\n    static_configs:\n      - targets: ['127.0.0.1:{target_port}']\n"
+            ),
+        )
+        .unwrap();
+        let port = free_port();
+        let child = Command::new("prometheus")
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.join("log.txt")).unwrap())
+            .spawn()
+            .ok()?;
+        Some(Prometheus { child, port })
+    }
+
+    /// The value of a PromQL expression that yields one number.
+    fn scalar(&self, expr: &str) -> Option<f64> {
+        let body = http_get(self.port, &format!("/api/v1/query?query={}", encode(expr)), None)?;
+        let json: serde_json::Value = serde_json::from_str(&body).ok()?;
+        let result = json["data"]["result"].as_array()?;
+        let value = result.first()?["value"][1].as_str()?;
+        value.parse().ok()
+    }
+}
+
+fn encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' | b'-' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+fn sums(model: &Model) -> [u64; 8] {
+    let mut sum = [0u64; 8];
+    for v in model.expected.totals().values() {
+        for (a, b) in sum.iter_mut().zip(v) {
+            *a += b;
+        }
+    }
+    sum
+}
+
+#[test]
+fn promql_sums_equal_the_totals_and_nothing_resets_across_a_restart() {
+    let fx = Fixture::new();
+    let mut model = Model::default();
+    let mut generator = Generator::new(41);
+    let all_days = days(3);
+    for day in &all_days[..2] {
+        let text = generator.day_file(day, 300);
+        fx.append(&format!("{day}.jsonl"), text.as_bytes());
+        model.feed(text.as_bytes());
+    }
+    let port = free_port();
+    let args = ["--otlp", "off", "--prometheus", &format!("127.0.0.1:{port}")];
+    let daemon = fx.spawn(&args);
+    assert!(wait_until(Duration::from_secs(20), || scrape_totals(port)
+        == Some(model.expected.totals())));
+
+    let Some(prometheus) = Prometheus::start(&fx, port) else {
+        eprintln!("prometheus is not installed (.ci/run installs it): skipping");
+        return;
+    };
+    let want = sums(&model);
+    let all_equal = |want: &[u64; 8]| {
+        PROM_NAMES
+            .iter()
+            .zip(want)
+            .all(|(name, want)| prometheus.scalar(&format!("sum({name})")) == Some(*want as f64))
+    };
+    assert!(
+        wait_until(Duration::from_secs(30), || all_equal(&want)),
+        "PromQL sums never matched {want:?}"
+    );
+    // Per series too, for the total tokens.
+    for ((model_ref, provider, source), totals) in model.expected.totals() {
+        let expr = format!(
+            r#"sum(reasonix_tokens_total{{model_ref="{model_ref}",provider="{provider}",source="{source}"}})"#
+        );
+        let got = prometheus.scalar(&expr).unwrap_or(0.0);
+        assert_eq!(
+            got,
+            totals[QUANTITIES.iter().position(|q| *q == "total").unwrap()] as f64,
+            "{expr}"
+        );
+    }
+
+    // Restart the exporter, then add a day: values carry on from the store, never going down.
+    let (status, _, _) = daemon.terminate();
+    assert!(status.success());
+    let daemon = fx.spawn(&args);
+    let text = generator.day_file(&all_days[2], 200);
+    fx.append(&format!("{}.jsonl", all_days[2]), text.as_bytes());
+    model.feed(text.as_bytes());
+    let want = sums(&model);
+    assert!(
+        wait_until(Duration::from_secs(30), || all_equal(&want)),
+        "after the restart, sums never matched"
+    );
+    for name in PROM_NAMES {
+        let resets = prometheus.scalar(&format!("sum(resets({name}[10m]))"));
+        assert_eq!(resets, Some(0.0), "a {name} series went down across the restart");
+    }
+    // Prometheus asks for OpenMetrics first: a scrape it could not parse would show as up == 0.
+    assert!(wait_until(Duration::from_secs(10), || prometheus
+        .scalar(r#"up{job="reasonix"}"#)
+        == Some(1.0)));
+    drop(daemon);
+}
