@@ -199,6 +199,65 @@ fn a_new_line_is_committed_within_a_second() {
 }
 
 #[test]
+fn with_file_events_off_a_new_line_is_committed_within_the_poll_interval() {
+    let fx = Fixture::new();
+    let port = free_port();
+    let daemon = fx.spawn(&[
+        "--otlp",
+        "off",
+        "--watch",
+        "off",
+        "--poll-interval",
+        "300ms",
+        "--prometheus",
+        &format!("127.0.0.1:{port}"),
+    ]);
+    assert!(wait_until(PATIENCE, || scrape_totals(port).is_some()));
+    let mut worst = Duration::ZERO;
+    for i in 0..10u64 {
+        let line = format!(
+            r#"{{"ts":"2026-08-01T10:00:{:02}Z","model":"m/x","source":"cli","total":1}}"#,
+            i
+        );
+        let written = Instant::now();
+        fx.append_lines("2026-08-01.jsonl", &[&line]);
+        assert!(wait_until(Duration::from_secs(5), || {
+            scrape_totals(port).and_then(|t| t.get(&("m/x".into(), "m".into(), "cli".into())).map(|v| v[5]))
+                == Some(i + 1)
+        }));
+        worst = worst.max(written.elapsed());
+    }
+    drop(daemon);
+    // The poll interval, plus the scrape loop's own 20 ms step and scheduling slack.
+    assert!(
+        worst < Duration::from_millis(300 + 150),
+        "slowest newline → visible: {worst:?}"
+    );
+}
+
+#[test]
+fn status_works_while_the_daemon_runs() {
+    let fx = Fixture::new();
+    let port = free_port();
+    let daemon = fx.spawn(&["--otlp", "off", "--prometheus", &format!("127.0.0.1:{port}")]);
+    fx.append_lines(
+        "2026-08-01.jsonl",
+        &[r#"{"ts":"2026-08-01T10:00:00Z","model":"m/x","source":"cli","total":9}"#],
+    );
+    assert!(wait_until(PATIENCE, || scrape_totals(port).is_some_and(|t| !t.is_empty())));
+    assert!(wait_until(PATIENCE, || {
+        let out = fx.run(&["status", "--json"]);
+        out.status.success()
+            && serde_json::from_slice::<serde_json::Value>(&out.stdout)
+                .is_ok_and(|v| v["series"][0]["total"] == 9 && v["lines"]["counted"] == 1)
+    }));
+    let table = fx.run(&["status"]);
+    assert!(table.status.success());
+    assert!(String::from_utf8_lossy(&table.stdout).contains("m/x"));
+    drop(daemon);
+}
+
+#[test]
 fn stats_dir_that_appears_after_start_is_picked_up() {
     let fx = Fixture::new();
     std::fs::remove_dir_all(&fx.stats).unwrap();

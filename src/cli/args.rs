@@ -62,6 +62,9 @@ pub struct Options {
     /// How often `run` looks for changes when file events are missing, e.g. 2s [default: 2s]
     #[arg(long, global = true, value_name = "DURATION")]
     pub poll_interval: Option<String>,
+    /// on, or off to find changes by polling alone (network filesystems) [default: on]
+    #[arg(long, global = true, value_name = "on|off")]
+    pub watch: Option<String>,
     /// Prometheus listen address, or off [default: 127.0.0.1:9464]
     #[arg(long, global = true, value_name = "ADDR|off")]
     pub prometheus: Option<String>,

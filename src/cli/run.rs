@@ -13,6 +13,7 @@ use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 
 use super::settings::Settings;
+use super::status::{self, StatusJson};
 use crate::export::otlp::{ExportError, OtlpExporter, Outgoing};
 use crate::export::prometheus::{self, Snapshot};
 use crate::export::self_metrics::SelfStats;
@@ -52,6 +53,7 @@ pub async fn run(settings: &Settings) -> anyhow::Result<()> {
         snapshots,
         wake: Arc::new(Notify::new()),
         watcher: None,
+        watch_broken: false,
         dir_state: DirState::Unknown,
         exporter,
         in_flight: None,
@@ -59,6 +61,7 @@ pub async fn run(settings: &Settings) -> anyhow::Result<()> {
         backoff: FIRST_RETRY,
         outage_since: None,
         export_failures: 0,
+        snapshot_counts: None,
         last_poll: PollReport::default(),
     };
     daemon.serve(stop).await
@@ -79,6 +82,8 @@ struct Daemon {
     snapshots: watch::Sender<Arc<Snapshot>>,
     wake: Arc<Notify>,
     watcher: Option<Watcher>,
+    /// Setting up file events failed for the folder as it is now.
+    watch_broken: bool,
     dir_state: DirState,
     exporter: Option<OtlpExporter>,
     in_flight: Option<JoinHandle<(Outgoing, Result<(), SendError>)>>,
@@ -87,6 +92,8 @@ struct Daemon {
     outage_since: Option<Instant>,
     export_failures: u64,
     run_start_counts: IngestCounts,
+    /// The counts as of the last `status.json` written.
+    snapshot_counts: Option<IngestCounts>,
     last_poll: PollReport,
 }
 
@@ -122,7 +129,7 @@ impl Daemon {
         match result {
             Ok(report) => {
                 self.note_dir(DirState::Present, &stats_dir, None);
-                if self.watcher.is_none() {
+                if self.watcher.is_none() && self.settings.watch.value && !self.watch_broken {
                     self.start_watching(&stats_dir);
                 }
                 if report.counts.read() > 0 {
@@ -164,6 +171,7 @@ impl Daemon {
         }
         let first = self.dir_state == DirState::Unknown;
         self.dir_state = state;
+        self.watch_broken = false;
         let origin = &self.settings.stats_dir.origin;
         match (state, error) {
             (DirState::Present, _) if !first => {
@@ -188,11 +196,15 @@ impl Daemon {
     fn start_watching(&mut self, dir: &Path) {
         match ledger_watch::watch(dir, self.wake.clone()) {
             Ok(watcher) => self.watcher = Some(watcher),
-            Err(e) => tracing::warn!(
-                "file events are not available for {} ({e}); polling every {:?} instead",
-                dir.display(),
-                self.settings.poll_interval.value
-            ),
+            Err(e) => {
+                // Tried again only when the folder comes back; until then, polling alone.
+                self.watch_broken = true;
+                tracing::warn!(
+                    "file events are not available for {} ({e}); polling every {:?} instead",
+                    dir.display(),
+                    self.settings.poll_interval.value
+                )
+            }
         }
     }
 
@@ -211,8 +223,16 @@ impl Daemon {
         }
     }
 
-    /// Hands `/metrics` the store's committed state.
-    fn publish(&self) {
+    /// Hands `/metrics` and `status` the store's committed state.
+    fn publish(&mut self) {
+        let counts = *self.store.counts();
+        if self.snapshot_counts != Some(counts) {
+            let doc = StatusJson::of(self.store.lifetime(), &counts);
+            match status::write_snapshot(&self.settings.state_dir.value, &doc) {
+                Ok(()) => self.snapshot_counts = Some(counts),
+                Err(e) => tracing::warn!("cannot write the status snapshot in the state dir: {e}"),
+            }
+        }
         self.snapshots.send_replace(Arc::new(Snapshot {
             lifetime: self.store.lifetime().clone(),
             created: Some(self.store.created()),

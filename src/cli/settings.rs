@@ -30,6 +30,8 @@ pub struct Settings {
     pub otlp: Option<OtlpSettings>,
     pub export_interval: Setting<Duration>,
     pub poll_interval: Setting<Duration>,
+    /// Whether `run` listens for file events (else it polls alone).
+    pub watch: Setting<bool>,
     /// `None` when the Prometheus endpoint is off.
     pub prometheus: Setting<Option<SocketAddr>>,
     pub reset_state: bool,
@@ -43,7 +45,7 @@ pub struct OtlpSettings {
 }
 
 /// Every key of [`FileConfig`], for the test that keeps `config/` in sync.
-pub const CONFIG_KEYS: [&str; 9] = [
+pub const CONFIG_KEYS: [&str; 10] = [
     "stats_dir",
     "state_dir",
     "otlp",
@@ -52,6 +54,7 @@ pub const CONFIG_KEYS: [&str; 9] = [
     "temporality",
     "export_interval",
     "poll_interval",
+    "watch",
     "prometheus",
 ];
 
@@ -67,6 +70,7 @@ pub struct FileConfig {
     pub temporality: Option<String>,
     pub export_interval: Option<String>,
     pub poll_interval: Option<String>,
+    pub watch: Option<String>,
     pub prometheus: Option<String>,
 }
 
@@ -182,6 +186,24 @@ impl Settings {
             },
         };
 
+        let watch = match pick(
+            opts.watch.clone(),
+            "REASONIX_EXPORTER_WATCH",
+            file.watch.clone(),
+            env,
+        ) {
+            None => Setting {
+                value: true,
+                origin: Origin::Default,
+            },
+            Some((value, origin)) => Setting {
+                value: parse_on_off(&value).ok_or_else(|| {
+                    anyhow!("watch setting '{value}' from {origin} is not valid: use on or off")
+                })?,
+                origin,
+            },
+        };
+
         let prometheus = match pick(
             opts.prometheus.clone(),
             "REASONIX_EXPORTER_PROMETHEUS",
@@ -208,6 +230,7 @@ impl Settings {
             otlp,
             export_interval,
             poll_interval,
+            watch,
             prometheus,
             reset_state: opts.reset_state,
         })
@@ -328,6 +351,14 @@ fn resolve_otlp_target(opts: &Options, file: &FileConfig, env: Env<'_>) -> anyho
         },
         temporality,
     })
+}
+
+fn parse_on_off(value: &str) -> Option<bool> {
+    match value.trim() {
+        "on" => Some(true),
+        "off" => Some(false),
+        _ => None,
+    }
 }
 
 fn parse_duration(raw: &str, what: &str) -> anyhow::Result<Duration> {
