@@ -235,6 +235,41 @@ fn with_file_events_off_a_new_line_is_committed_within_the_poll_interval() {
     );
 }
 
+/// User plus system CPU time of a process, from /proc.
+#[cfg(target_os = "linux")]
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let fields: Vec<&str> = stat.rsplit_once(')').unwrap().1.split_whitespace().collect();
+    let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
+    ticks / 100.0 // USER_HZ is 100 on Linux
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn an_idle_daemon_does_not_spin() {
+    let fx = Fixture::new();
+    let text = Generator::new(35).day_file("2026-08-01", 2_000);
+    fx.append("2026-08-01.jsonl", text.as_bytes());
+    let port = free_port();
+    let daemon = fx.spawn(&[
+        "--otlp",
+        "off",
+        "--prometheus",
+        &format!("127.0.0.1:{port}"),
+        "--poll-interval",
+        "200ms",
+    ]);
+    assert!(wait_until(PATIENCE, || scrape_totals(port).is_some_and(|t| !t.is_empty())));
+    let pid = daemon.child.id();
+    let before = cpu_seconds(pid);
+    // The measurement window: nothing happens in the ledger for three seconds.
+    std::thread::sleep(Duration::from_secs(3));
+    let used = cpu_seconds(pid) - before;
+    drop(daemon);
+    // Fifteen idle polls of one file; a busy loop would use the whole three seconds.
+    assert!(used < 0.3, "idle daemon used {used:.2} s of CPU in 3 s");
+}
+
 #[test]
 fn status_works_while_the_daemon_runs() {
     let fx = Fixture::new();

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use notify::{RecursiveMode, Watcher as _};
+use notify::{EventKind, RecursiveMode, Watcher as _};
 use tokio::sync::Notify;
 
 /// Keeps the OS watch alive; dropping it stops the events.
@@ -16,7 +16,14 @@ pub struct Watcher {
 /// Watches `stats_dir` (not its sub-folders) and calls `wake` on any change in it.
 pub fn watch(stats_dir: &Path, wake: Arc<Notify>) -> notify::Result<Watcher> {
     let mut inner = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-        if event.is_ok() {
+        // Only changes wake a poll. Access events must not: the poll itself opens the folder and
+        // the files, and would wake itself forever.
+        let change = match event {
+            Ok(event) => !matches!(event.kind, EventKind::Access(_)),
+            // An overflowed or failed watch: look, to be safe.
+            Err(_) => true,
+        };
+        if change {
             // One stored permit at most: a burst of writes becomes one poll.
             wake.notify_one();
         }
