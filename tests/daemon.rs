@@ -124,6 +124,68 @@ fn run_killed_with_9_then_restarted_delivers_exact_totals() {
 }
 
 #[test]
+fn sigterm_with_a_hanging_collector_exits_within_five_seconds_and_loses_nothing() {
+    let fx = Fixture::new();
+    let receiver = Receiver::http();
+    let mut model = Model::default();
+    let text = Generator::new(36).day_file("2026-08-01", 300);
+    fx.append("2026-08-01.jsonl", text.as_bytes());
+    model.feed(text.as_bytes());
+    // The collector takes requests and never answers in time (the default timeout is 10 s).
+    receiver.stall(Duration::from_secs(30));
+    let port = free_port();
+    let args = daemon_args(&receiver, port);
+    let daemon = fx.spawn_with(&strs(&args), &[("RUST_LOG", "info")]);
+    assert!(
+        wait_until(PATIENCE, || !receiver.requests().is_empty()),
+        "an export is in flight"
+    );
+    let (status, took, log) = daemon.terminate();
+    assert!(status.success(), "{log}");
+    assert!(took < Duration::from_secs(5), "stopping took {took:?}");
+    assert!(
+        log.contains("the next run sends it") || log.contains("replayed by the next run"),
+        "{log}"
+    );
+
+    // The collector recovers; the next run settles what was left.
+    receiver.stall(Duration::ZERO);
+    let daemon = fx.spawn(&strs(&args));
+    assert!(wait_until(PATIENCE, || receiver.backend_totals() == model.expected.totals()));
+    drop(daemon);
+}
+
+#[test]
+fn json_logs_are_one_object_per_line() {
+    let fx = Fixture::new();
+    fx.append_lines("2026-08-01.jsonl", &[r#"{"ts":"2026-08-01T10:00:00Z","model":"m/x","source":"cli","total":9,"prompt_text":"SECRET-PROMPT"}"#]);
+    let port = free_port();
+    let daemon = fx.spawn(&[
+        "--otlp",
+        "off",
+        "--prometheus",
+        &format!("127.0.0.1:{port}"),
+        "--log-format",
+        "json",
+        "--log-level",
+        "debug",
+    ]);
+    assert!(wait_until(PATIENCE, || scrape_totals(port).is_some_and(|t| !t.is_empty())));
+    let (status, _, log) = daemon.terminate();
+    assert!(status.success());
+    let lines: Vec<&str> = log.lines().collect();
+    assert!(lines.len() >= 3, "{log}");
+    for line in lines {
+        let event: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        assert!(
+            event["level"].is_string() && event["fields"]["message"].is_string(),
+            "{line}"
+        );
+    }
+    assert!(!log.contains("SECRET-PROMPT"));
+}
+
+#[test]
 fn collector_down_then_up_loses_nothing_and_warns_once_per_outage() {
     let fx = Fixture::new();
     let receiver = Receiver::grpc();
