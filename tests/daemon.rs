@@ -234,9 +234,7 @@ fn collector_down_then_up_loses_nothing_and_warns_once_per_outage() {
 #[test]
 fn a_new_line_is_committed_within_a_second() {
     let fx = Fixture::new();
-    let port = free_port();
-    let daemon = fx.spawn(&["--otlp", "off", "--prometheus", &format!("127.0.0.1:{port}")]);
-    assert!(wait_until(PATIENCE, || scrape_totals(port).is_some()));
+    let (daemon, port) = fx.spawn_serving(&[]);
     let mut worst = Duration::ZERO;
     for i in 0..20u64 {
         let line = format!(
@@ -263,18 +261,7 @@ fn a_new_line_is_committed_within_a_second() {
 #[test]
 fn with_file_events_off_a_new_line_is_committed_within_the_poll_interval() {
     let fx = Fixture::new();
-    let port = free_port();
-    let daemon = fx.spawn(&[
-        "--otlp",
-        "off",
-        "--watch",
-        "off",
-        "--poll-interval",
-        "300ms",
-        "--prometheus",
-        &format!("127.0.0.1:{port}"),
-    ]);
-    assert!(wait_until(PATIENCE, || scrape_totals(port).is_some()));
+    let (daemon, port) = fx.spawn_serving(&["--watch", "off", "--poll-interval", "300ms"]);
     let mut worst = Duration::ZERO;
     for i in 0..10u64 {
         let line = format!(
@@ -312,15 +299,7 @@ fn an_idle_daemon_does_not_spin() {
     let fx = Fixture::new();
     let text = Generator::new(35).day_file("2026-08-01", 2_000);
     fx.append("2026-08-01.jsonl", text.as_bytes());
-    let port = free_port();
-    let daemon = fx.spawn(&[
-        "--otlp",
-        "off",
-        "--prometheus",
-        &format!("127.0.0.1:{port}"),
-        "--poll-interval",
-        "200ms",
-    ]);
+    let (daemon, port) = fx.spawn_serving(&["--poll-interval", "200ms"]);
     assert!(wait_until(PATIENCE, || scrape_totals(port).is_some_and(|t| !t.is_empty())));
     let pid = daemon.child.id();
     let before = cpu_seconds(pid);
@@ -335,8 +314,7 @@ fn an_idle_daemon_does_not_spin() {
 #[test]
 fn status_works_while_the_daemon_runs() {
     let fx = Fixture::new();
-    let port = free_port();
-    let daemon = fx.spawn(&["--otlp", "off", "--prometheus", &format!("127.0.0.1:{port}")]);
+    let (daemon, port) = fx.spawn_serving(&[]);
     fx.append_lines(
         "2026-08-01.jsonl",
         &[r#"{"ts":"2026-08-01T10:00:00Z","model":"m/x","source":"cli","total":9}"#],
@@ -408,9 +386,7 @@ fn sigterm_during_startup_is_a_graceful_stop() {
 #[test]
 fn second_instance_on_the_same_state_dir_exits_at_once() {
     let fx = Fixture::new();
-    let port = free_port();
-    let first = fx.spawn(&["--otlp", "off", "--prometheus", &format!("127.0.0.1:{port}")]);
-    assert!(wait_until(PATIENCE, || scrape_totals(port).is_some()));
+    let (first, port) = fx.spawn_serving(&[]);
     let started = Instant::now();
     let out = fx.run(&["run", "--otlp", "off", "--prometheus", "off"]);
     assert!(!out.status.success());

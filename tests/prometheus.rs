@@ -9,18 +9,7 @@ use std::time::Duration;
 
 use common::generator::{Generator, days};
 use common::model::{Model, QUANTITIES};
-use common::{Fixture, free_port, http_get, scrape_totals, wait_until};
-
-const PROM_NAMES: [&str; 8] = [
-    "reasonix_prompt_tokens_total",
-    "reasonix_completion_tokens_total",
-    "reasonix_reasoning_tokens_total",
-    "reasonix_cache_hit_tokens_total",
-    "reasonix_cache_miss_tokens_total",
-    "reasonix_tokens_total",
-    "reasonix_requests_total",
-    "reasonix_turns_total",
-];
+use common::{Fixture, PROM_NAMES, free_port, http_get, scrape_totals, wait_until};
 
 struct Prometheus {
     child: Child,

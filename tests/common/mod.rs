@@ -160,6 +160,25 @@ impl Fixture {
     }
 }
 
+impl Fixture {
+    /// Starts `run` without OTLP, serving `/metrics` on a free port, plus `extra` options, and
+    /// waits until it serves. Returns the daemon and the port.
+    pub fn spawn_serving(&self, extra: &[&str]) -> (Daemon, u16) {
+        let port = free_port();
+        let listen = format!("127.0.0.1:{port}");
+        let mut args = vec!["--otlp", "off", "--prometheus", &listen];
+        args.extend_from_slice(extra);
+        let daemon = self.spawn(&args);
+        assert!(
+            wait_until(std::time::Duration::from_secs(20), || scrape_totals(port)
+                .is_some()),
+            "the daemon never served /metrics: {}",
+            daemon.log_text()
+        );
+        (daemon, port)
+    }
+}
+
 impl Daemon {
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
@@ -231,19 +250,22 @@ pub fn http_get(port: u16, path: &str, accept: Option<&str>) -> Option<String> {
     response.split_once("\r\n\r\n").map(|(_, body)| body.to_string())
 }
 
+/// The Prometheus names of the eight ledger counters, in the model's order.
+pub const PROM_NAMES: [&str; 8] = [
+    "reasonix_prompt_tokens_total",
+    "reasonix_completion_tokens_total",
+    "reasonix_reasoning_tokens_total",
+    "reasonix_cache_hit_tokens_total",
+    "reasonix_cache_miss_tokens_total",
+    "reasonix_tokens_total",
+    "reasonix_requests_total",
+    "reasonix_turns_total",
+];
+
 /// The eight ledger counters per series from a Prometheus text exposition.
 pub fn scrape_totals(port: u16) -> Option<std::collections::BTreeMap<model::Series, [u64; 8]>> {
     let body = http_get(port, "/metrics", None)?;
-    let names = [
-        "reasonix_prompt_tokens_total",
-        "reasonix_completion_tokens_total",
-        "reasonix_reasoning_tokens_total",
-        "reasonix_cache_hit_tokens_total",
-        "reasonix_cache_miss_tokens_total",
-        "reasonix_tokens_total",
-        "reasonix_requests_total",
-        "reasonix_turns_total",
-    ];
+    let names = PROM_NAMES;
     let mut out = std::collections::BTreeMap::new();
     for line in body.lines().filter(|l| !l.starts_with('#')) {
         let Some((name, rest)) = line.split_once('{') else {
