@@ -386,7 +386,7 @@ fn sigterm_during_startup_is_a_graceful_stop() {
 #[test]
 fn second_instance_on_the_same_state_dir_exits_at_once() {
     let fx = Fixture::new();
-    let (first, port) = fx.spawn_serving(&[]);
+    let (first, _) = fx.spawn_serving(&[]);
     let started = Instant::now();
     let out = fx.run(&["run", "--otlp", "off", "--prometheus", "off"]);
     assert!(!out.status.success());
