@@ -11,7 +11,7 @@ use crate::ledger::checkpoint::FileStat;
 use crate::ledger::decode::{Decoded, decode};
 use crate::ledger::discover::{LedgerFile, ledger_files};
 use crate::ledger::tail;
-use crate::series::{AttrSet, MAX_SERIES, Totals};
+use crate::series::Totals;
 use crate::store::counts::IngestCounts;
 use crate::store::seen::LineHash;
 use crate::store::{Batch, Store, StoreError};
@@ -52,8 +52,9 @@ pub fn poll(store: &mut Store, stats_dir: &Path) -> Result<PollReport, IngestErr
     };
     let before = *store.counts();
     let mut batch = Batch::default();
+    let mut buf = Vec::new();
     for file in &files {
-        match read_file(store, &mut batch, file)? {
+        match read_file(store, &mut batch, &mut buf, file)? {
             FileOutcome::Idle => {}
             FileOutcome::Read => report.files_read += 1,
             FileOutcome::Failed => report.files_failed += 1,
@@ -75,7 +76,12 @@ enum FileOutcome {
 ///
 /// A file that cannot be opened or read is left for the next poll: its checkpoint only moves
 /// over lines that were fully processed, so nothing is skipped. Store errors are fatal.
-fn read_file(store: &mut Store, batch: &mut Batch, file: &LedgerFile) -> Result<FileOutcome, StoreError> {
+fn read_file(
+    store: &mut Store,
+    batch: &mut Batch,
+    buf: &mut Vec<u8>,
+    file: &LedgerFile,
+) -> Result<FileOutcome, StoreError> {
     let Ok(meta) = std::fs::metadata(&file.path) else {
         return Ok(FileOutcome::Failed);
     };
@@ -85,9 +91,18 @@ fn read_file(store: &mut Store, batch: &mut Batch, file: &LedgerFile) -> Result<
         Ok(None) => return Ok(FileOutcome::Idle),
         Err(_) => return Ok(FileOutcome::Failed),
     };
+    // One buffer for the whole poll, sized for what this file has to give: a new line does not
+    // cost a megabyte of zeroes.
+    let wanted = stat
+        .size
+        .saturating_sub(tail.consumed())
+        .clamp(4096, tail::CHUNK as u64) as usize;
+    if buf.len() < wanted {
+        buf.resize(wanted, 0);
+    }
     loop {
         let mut failure = None;
-        let read = tail.next_chunk(|line| {
+        let read = tail.next_chunk(buf, |line| {
             if failure.is_none()
                 && let Err(e) = count_line(store, batch, line)
             {
@@ -135,17 +150,8 @@ fn count_line(store: &Store, batch: &mut Batch, line: &[u8]) -> Result<(), Store
         Decoded::Blank => unreachable!("returned above"),
     };
     batch.counts.counted += 1;
-    let Some(delta) = Totals::of_row(&row.kind) else {
-        return Ok(());
-    };
-    let attrs = AttrSet::of_row(&row);
-    let known = store.has_series(&attrs) || batch.has_series(&attrs);
-    let attrs = if known || store.series_count() + batch.new_series(store) < MAX_SERIES {
-        attrs
-    } else {
-        batch.counts.folded += 1;
-        AttrSet::folded()
-    };
-    batch.add(attrs, &delta);
+    if let Some(delta) = Totals::of_row(&row.kind) {
+        batch.add(store, &row, &delta);
+    }
     Ok(())
 }

@@ -6,9 +6,9 @@ use std::path::Path;
 
 use super::checkpoint::{Checkpoint, FileStat, Plan};
 
-/// How much is read per system call. Large enough that syscalls vanish from the profile of a
-/// backfill, small enough to keep memory flat.
-const CHUNK: usize = 1 << 20;
+/// How much is read per system call: large enough that syscalls vanish from the profile of a
+/// backfill, small enough to keep memory flat. Callers lend a buffer of this size.
+pub const CHUNK: usize = 1 << 20;
 
 /// An open ledger file positioned after what was already consumed.
 pub struct Tail {
@@ -20,7 +20,6 @@ pub struct Tail {
     read: u64,
     /// The bytes after the last `\n`, waiting for theirs.
     pending: Vec<u8>,
-    buf: Vec<u8>,
 }
 
 /// Opens `path` for reading new lines, or `None` when, by its checkpoint, nothing changed.
@@ -46,41 +45,42 @@ pub fn open(path: &Path, stat: &FileStat, checkpoint: Option<&Checkpoint>) -> io
         consumed: start,
         read: start,
         pending: Vec::new(),
-        buf: vec![0; CHUNK],
     }))
 }
 
 impl Tail {
-    /// Reads the next chunk and calls `on_line` with every line it completes (without the `\n`).
-    /// Returns the number of bytes read; 0 means the end of the file for now.
-    pub fn next_chunk(&mut self, mut on_line: impl FnMut(&[u8])) -> io::Result<usize> {
+    /// Reads the next chunk into `buf` and calls `on_line` with every line it completes (without
+    /// the `\n`). Returns the number of bytes read; 0 means the end of the file for now.
+    pub fn next_chunk(&mut self, buf: &mut [u8], mut on_line: impl FnMut(&[u8])) -> io::Result<usize> {
         let n = loop {
-            match self.file.read(&mut self.buf) {
+            match self.file.read(buf) {
                 Ok(n) => break n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
             }
         };
         self.read += n as u64;
-        let fresh = &self.buf[..n];
+        let fresh = &buf[..n];
         let Some(last_newline) = memchr::memrchr(b'\n', fresh) else {
             self.pending.extend_from_slice(fresh);
             return Ok(n);
         };
-        let (complete, rest) = (&fresh[..last_newline], &fresh[last_newline + 1..]);
-        let mut lines = complete.split(|b| *b == b'\n');
-        // The first line may have started in an earlier chunk.
-        let first = lines.next().unwrap_or_default();
-        if self.pending.is_empty() {
-            on_line(first);
-        } else {
-            self.pending.extend_from_slice(first);
-            on_line(&self.pending);
-            self.pending.clear();
+        let mut start = 0;
+        for end in memchr::memchr_iter(b'\n', &fresh[..=last_newline]) {
+            let line = &fresh[start..end];
+            start = end + 1;
+            // The first line may have started in an earlier chunk.
+            if self.pending.is_empty() {
+                on_line(line);
+            } else {
+                self.pending.extend_from_slice(line);
+                on_line(&self.pending);
+                self.pending.clear();
+            }
         }
-        lines.for_each(&mut on_line);
+        let rest = &fresh[last_newline + 1..];
         self.pending.extend_from_slice(rest);
-        self.consumed = self.read - rest.len() as u64;
+        self.consumed = self.read - self.pending.len() as u64;
         Ok(n)
     }
 
@@ -124,9 +124,10 @@ mod tests {
     use std::io::Write;
 
     fn lines_of(tail: &mut Tail) -> Vec<String> {
+        let mut buf = vec![0; CHUNK];
         let mut out = Vec::new();
         while tail
-            .next_chunk(|l| out.push(String::from_utf8(l.to_vec()).unwrap()))
+            .next_chunk(&mut buf, |l| out.push(String::from_utf8(l.to_vec()).unwrap()))
             .unwrap()
             > 0
         {}

@@ -15,8 +15,11 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use xxhash_rust::xxh3::Xxh3Builder;
+
 use crate::ledger::checkpoint::Checkpoint;
-use crate::series::{AttrSet, Totals};
+use crate::ledger::decode::Row;
+use crate::series::{AttrSet, MAX_SERIES, Totals};
 use counts::IngestCounts;
 use lock::StateLock;
 use seen::{LineHash, Partition, PartitionKey, partition_store_key};
@@ -118,29 +121,78 @@ impl PendingExport {
 /// Work read from the ledger, not yet committed: new hashes, total deltas, checkpoints, counts.
 #[derive(Debug, Default)]
 pub struct Batch {
-    partitions: HashMap<PartitionKey, Partition>,
-    deltas: HashMap<AttrSet, Totals>,
+    partitions: HashMap<PartitionKey, Partition, Xxh3Builder>,
+    /// The raw `(model, source)` of each row seen in this batch → its slot in `series`, so that
+    /// a line's labels cost one lookup, not three allocations.
+    labels: HashMap<Box<str>, usize, Xxh3Builder>,
+    /// Each attribute set this batch adds to → its slot in `series`.
+    slots: HashMap<AttrSet, usize>,
+    series: Vec<Slot>,
+    /// Scratch for building a raw label key.
+    key: String,
     checkpoints: HashMap<OsString, Checkpoint>,
     pub counts: IngestCounts,
 }
 
+#[derive(Debug)]
+struct Slot {
+    attrs: AttrSet,
+    delta: Totals,
+    /// Increments here were folded by the cardinality limit.
+    folded: bool,
+}
+
 impl Batch {
-    /// Adds `delta` to the series `attrs`.
-    pub fn add(&mut self, attrs: AttrSet, delta: &Totals) {
-        self.deltas.entry(attrs).or_default().add(delta);
+    /// Adds `delta` to the series of `row`, folding a new attribute set past [`MAX_SERIES`].
+    pub fn add(&mut self, store: &Store, row: &Row<'_>, delta: &Totals) {
+        self.key.clear();
+        for label in [&row.model, &row.source] {
+            // A tag byte tells an absent label from an empty one; NUL cannot occur in JSON text
+            // without an escape, and an escaped one still decodes to a distinct key.
+            match label {
+                None => self.key.push('\u{1}'),
+                Some(text) => {
+                    self.key.push('\u{2}');
+                    self.key.push_str(text);
+                }
+            }
+            self.key.push('\0');
+        }
+        let slot = match self.labels.get(self.key.as_str()) {
+            Some(slot) => *slot,
+            None => {
+                let slot = self.slot_for(store, AttrSet::of_row(row));
+                self.labels.insert(self.key.as_str().into(), slot);
+                slot
+            }
+        };
+        let slot = &mut self.series[slot];
+        slot.delta.add(delta);
+        if slot.folded {
+            self.counts.folded += 1;
+        }
     }
 
-    /// Whether the batch already holds increments for `attrs`.
-    pub fn has_series(&self, attrs: &AttrSet) -> bool {
-        self.deltas.contains_key(attrs)
-    }
-
-    /// The series this batch adds that the store does not know yet.
-    pub fn new_series(&self, store: &Store) -> usize {
-        self.deltas
-            .keys()
-            .filter(|a| !store.lifetime.contains_key(*a))
-            .count()
+    fn slot_for(&mut self, store: &Store, attrs: AttrSet) -> usize {
+        let known = store.has_series(&attrs) || self.slots.contains_key(&attrs);
+        let new_series = self.slots.keys().filter(|a| !store.has_series(a)).count();
+        let (attrs, folded) = if known || store.series_count() + new_series < MAX_SERIES {
+            (attrs, false)
+        } else {
+            (AttrSet::folded(), true)
+        };
+        // `(other, other, other)` never comes from a row (a model_ref of `other` has provider
+        // `default`), so a slot's set tells whether it is the fold.
+        if let Some(slot) = self.slots.get(&attrs) {
+            return *slot;
+        }
+        self.series.push(Slot {
+            attrs: attrs.clone(),
+            delta: Totals::default(),
+            folded,
+        });
+        self.slots.insert(attrs, self.series.len() - 1);
+        self.series.len() - 1
     }
 
     pub fn set_checkpoint(&mut self, file: OsString, checkpoint: Checkpoint) {
@@ -148,12 +200,18 @@ impl Batch {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.deltas.is_empty() && self.checkpoints.is_empty() && self.counts == IngestCounts::default()
+        self.series.is_empty() && self.checkpoints.is_empty() && self.counts == IngestCounts::default()
     }
 
-    /// Hashes held in memory, to bound a batch's size.
-    pub fn hashes_loaded(&self) -> usize {
-        self.partitions.values().map(Partition::len).sum()
+    /// The total deltas by attribute set (slots of the same set added together).
+    fn deltas(&self) -> BTreeMap<AttrSet, Totals> {
+        let mut out: BTreeMap<AttrSet, Totals> = BTreeMap::new();
+        for slot in &self.series {
+            if !slot.delta.is_zero() {
+                out.entry(slot.attrs.clone()).or_default().add(&slot.delta);
+            }
+        }
+        out
     }
 }
 
@@ -311,8 +369,9 @@ impl Store {
                 write.insert(partition_store_key(key), partition.encode());
             }
         }
-        let mut lifetime = Vec::with_capacity(batch.deltas.len());
-        for (attrs, delta) in batch.deltas {
+        let deltas = batch.deltas();
+        let mut lifetime = Vec::with_capacity(deltas.len());
+        for (attrs, delta) in deltas {
             let mut total = self.lifetime.get(&attrs).copied().unwrap_or_default();
             total.add(&delta);
             write.insert(series_key(PREFIX_TOTALS, &attrs), &total.encode()[..]);
