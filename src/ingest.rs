@@ -7,7 +7,6 @@
 use std::path::Path;
 use std::time::Instant;
 
-use crate::ledger::checkpoint::FileStat;
 use crate::ledger::decode::{Decoded, decode};
 use crate::ledger::discover::{LedgerFile, ledger_files};
 use crate::ledger::tail;
@@ -82,10 +81,7 @@ fn read_file(
     buf: &mut Vec<u8>,
     file: &LedgerFile,
 ) -> Result<FileOutcome, StoreError> {
-    let Ok(meta) = std::fs::metadata(&file.path) else {
-        return Ok(FileOutcome::Failed);
-    };
-    let stat = FileStat::of(&meta);
+    let stat = file.stat;
     let mut tail = match tail::open(&file.path, &stat, store.checkpoint(&file.name)) {
         Ok(Some(tail)) => tail,
         Ok(None) => return Ok(FileOutcome::Idle),

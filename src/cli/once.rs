@@ -25,12 +25,13 @@ pub async fn once(settings: &Settings) -> anyhow::Result<()> {
             };
             let c = report.counts;
             tracing::info!(
-                "ingested {} new lines ({} duplicate, {} rejected) from {} of {} files",
+                "ingested {} new lines ({} duplicate, {} rejected) from {} of {} files in {:.3} ms",
                 c.counted,
                 c.duplicate,
                 c.rejected_total(),
                 report.files_read,
-                report.files
+                report.files,
+                report.elapsed.as_secs_f64() * 1000.0
             );
             if report.files_failed > 0 {
                 tracing::warn!(

@@ -4,6 +4,8 @@ use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use super::checkpoint::FileStat;
+
 /// Where a resolved setting came from, for `doctor` and for error messages.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Origin {
@@ -104,16 +106,20 @@ fn expand_vars(text: &str, env: &dyn Fn(&str) -> Option<String>) -> String {
     out
 }
 
-/// One ledger file: a `*.jsonl` directly inside the stats folder.
+/// One ledger file: a `*.jsonl` directly inside the stats folder, as `stat` saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LedgerFile {
     /// The file name, which keys its checkpoint.
     pub name: OsString,
     pub path: PathBuf,
+    pub stat: FileStat,
 }
 
-/// The `*.jsonl` files directly inside `stats_dir`, sorted by name. Sub-folders, other files and
-/// anything below them are never opened.
+/// The `*.jsonl` files directly inside `stats_dir`, sorted by name, each with its `stat`.
+/// Sub-folders, other files and anything below them are never opened.
+///
+/// This is most of an idle poll, so each file costs one `stat` relative to the open folder
+/// (`fstatat`, no path walk); only a symlink is followed by path.
 pub fn ledger_files(stats_dir: &Path) -> io::Result<Vec<LedgerFile>> {
     let mut files = Vec::new();
     for entry in std::fs::read_dir(stats_dir)? {
@@ -122,10 +128,17 @@ pub fn ledger_files(stats_dir: &Path) -> io::Result<Vec<LedgerFile>> {
         if !name.as_encoded_bytes().ends_with(b".jsonl") {
             continue;
         }
-        // A symlink to a file is followed; a folder named `*.jsonl` is not a ledger file.
-        let path = entry.path();
-        match std::fs::metadata(&path) {
-            Ok(meta) if meta.is_file() => files.push(LedgerFile { name, path }),
+        let meta = match entry.file_type() {
+            Ok(kind) if kind.is_symlink() => std::fs::metadata(entry.path()),
+            _ => entry.metadata(),
+        };
+        // A folder named `*.jsonl`, or a file gone since the listing, is not a ledger file.
+        match meta {
+            Ok(meta) if meta.is_file() => files.push(LedgerFile {
+                name,
+                path: entry.path(),
+                stat: FileStat::of(&meta),
+            }),
             _ => continue,
         }
     }

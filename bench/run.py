@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""The whole-process benchmarks of issue 4, side by side in one run, printed as one table.
+
+    python3 bench/run.py            # builds release first; 100k, 1M and 3M-line ledgers
+    python3 bench/run.py --quick    # 100k and 1M only, 3 runs each
+
+Every measure is the median of N runs (5 by default) of a fresh process, timed with
+/usr/bin/time -v (wall clock and peak RSS). The read+hash+decode baseline (examples/baseline.rs)
+runs in the same script on the same files, so ratios compare like with like. tokdash, the peer
+that reads the same files, is timed too when it is installed (pip install tokdash).
+"""
+import argparse, http.server, os, re, shutil, socketserver, statistics, subprocess, sys, tempfile, threading, time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.join(ROOT, "target/release/reasonix-exporter")
+GEN = os.path.join(ROOT, "target/release/examples/gen_ledger")
+BASELINE = os.path.join(ROOT, "target/release/examples/baseline")
+
+
+class Sink(http.server.BaseHTTPRequestHandler):
+    """A local OTLP/HTTP receiver: takes the protobuf body, answers 200."""
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def start_sink():
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Sink)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}/v1/metrics"
+
+
+def timed(cmd, env=None):
+    """Wall seconds, peak RSS in MB, stderr."""
+    out = subprocess.run(["/usr/bin/time", "-v"] + cmd, capture_output=True, text=True, env=env)
+    if out.returncode != 0:
+        sys.exit(f"failed: {' '.join(cmd)}\n{out.stderr}")
+    wall = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (\S+)", out.stderr).group(1)
+    parts = [float(p) for p in wall.split(":")]
+    seconds = parts[-1] + 60 * parts[-2] + (3600 * parts[-3] if len(parts) > 2 else 0)
+    rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", out.stderr).group(1)) / 1024
+    return seconds, rss, out.stderr
+
+
+def median(xs):
+    return statistics.median(xs)
+
+
+def du(path):
+    return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
+
+
+def measure(lines, runs, endpoint, work):
+    # <work>/<lines>/stats, so that REASONIX_HOME=<work>/<lines> points peers at it too.
+    stats = os.path.join(work, str(lines), "stats")
+    subprocess.run([GEN, stats, str(lines), "365", "1"], check=True)
+    ledger_bytes = du(stats)
+    base, back, rss = [], [], []
+    for _ in range(runs):
+        base.append(timed([BASELINE, stats])[0])
+        state = os.path.join(work, "state")
+        shutil.rmtree(state, ignore_errors=True)
+        wall, peak, _ = timed([BIN, "--stats-dir", stats, "--state-dir", state, "once", "--otlp-endpoint", endpoint])
+        back.append(wall)
+        rss.append(peak)
+    store = du(os.path.join(work, "state", "store"))
+    # One new line on this history: the whole process, and the ingest step it reports.
+    one_wall, one_ingest = [], []
+    path = os.path.join(stats, sorted(os.listdir(stats))[-1])
+    for i in range(runs):
+        with open(path, "a") as f:
+            f.write('{"ts":"2026-12-31T00:00:%02dZ","model":"bench/one","source":"cli","total":%d}\n' % (i, i + 1))
+        wall, _, err = timed([BIN, "--stats-dir", stats, "--state-dir", os.path.join(work, "state"),
+                              "once", "--otlp-endpoint", endpoint])
+        one_wall.append(wall)
+        one_ingest.append(float(re.search(r"in ([0-9.]+) ms", err).group(1)))
+    tok = tokdash(stats, work) if lines == 1_000_000 else None
+    shutil.rmtree(os.path.dirname(stats))
+    return dict(lines=lines, ledger_mb=ledger_bytes / 2**20, base=median(base), back=median(back),
+                rss=max(rss), store=store, one_wall=median(one_wall), one_ingest=median(one_ingest), tok=tok)
+
+
+def tokdash(stats, work):
+    """tokdash `db sync` on the same ledger, once each: cold (empty database), warm (nothing new),
+    and after one appended line. Its own HOME and XDG dirs, so it reads nothing else."""
+    if not shutil.which("tokdash"):
+        return None
+    home = os.path.join(work, "tokdash")
+    shutil.rmtree(home, ignore_errors=True)
+    env = dict(os.environ, HOME=home, REASONIX_HOME=os.path.dirname(stats))
+    for var in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
+        env[var] = os.path.join(home, var.lower())
+    cold, cold_rss, _ = timed(["tokdash", "db", "sync"], env)
+    warm, _, _ = timed(["tokdash", "db", "sync"], env)
+    path = os.path.join(stats, sorted(os.listdir(stats))[-1])
+    with open(path, "a") as f:
+        f.write('{"ts":"2026-12-31T01:00:00Z","model":"bench/tok","source":"cli","total":1}\n')
+    one, _, _ = timed(["tokdash", "db", "sync"], env)
+    return dict(cold=cold, cold_rss=cold_rss, warm=warm, one=one)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--runs", type=int)
+    ap.add_argument("--no-build", action="store_true")
+    args = ap.parse_args()
+    runs = args.runs or (3 if args.quick else 5)
+    sizes = [100_000, 1_000_000] if args.quick else [100_000, 1_000_000, 3_000_000]
+    if not args.no_build:
+        subprocess.run(["cargo", "build", "--release", "--bins", "--examples", "--quiet"], cwd=ROOT, check=True)
+    endpoint = start_sink()
+    work = tempfile.mkdtemp(prefix="rx-bench-")
+    try:
+        results = [measure(n, runs, endpoint, work) for n in sizes]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"\nmedian of {runs} runs each; machine: {os.cpu_count()} cores; {time.strftime('%Y-%m-%d')}\n")
+    print("| lines | ledger | baseline read+hash+decode | `once` backfill (OTLP to a local sink) | speed vs baseline | peak RSS | store | store/line | per-line ingest | one new line: `once` wall | one new line: ingest step |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in results:
+        print(f"| {r['lines']:,} | {r['ledger_mb']:.0f} MiB | {r['base']:.3f} s | {r['back']:.3f} s | "
+              f"{r['base'] / r['back']:.2f}x | {r['rss']:.1f} MB | {r['store'] / 2**20:.1f} MiB | "
+              f"{r['store'] / r['lines']:.1f} B | {r['back'] / r['lines'] * 1e6:.2f} us | "
+              f"{r['one_wall'] * 1000:.0f} ms | {r['one_ingest']:.2f} ms |")
+    for r in results:
+        tok = r["tok"]
+        if tok:
+            print(f"\ntokdash `db sync` on the same {r['lines']:,} lines (one run each): cold {tok['cold']:.1f} s "
+                  f"({tok['cold_rss']:.0f} MB peak RSS), warm {tok['warm']:.2f} s, after one new line {tok['one']:.2f} s. "
+                  f"reasonix-exporter cold backfill is {tok['cold'] / r['back']:.0f}x faster; "
+                  f"one new line {tok['one'] / r['one_wall']:.0f}x faster.")
+
+
+if __name__ == "__main__":
+    main()
