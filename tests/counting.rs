@@ -293,6 +293,38 @@ fn long_or_control_label_values_become_invalid() {
 }
 
 #[test]
+fn label_text_cannot_pass_for_another_rows_labels() {
+    let fx = Fixture::new();
+    // Crafted so that naive joining of model and source would give both rows the same key.
+    fx.append_lines(
+        "2026-08-07.jsonl",
+        &[
+            r#"{"ts":"2026-08-07T01:00:00Z","model":"a\u0000\u0002b","total":1}"#,
+            r#"{"ts":"2026-08-07T01:00:01Z","model":"a","source":"b\u0000\u0001","total":2}"#,
+        ],
+    );
+    fx.ingest();
+    let series = fx.status()["series"].clone();
+    assert_eq!(series.as_array().unwrap().len(), 2, "{series}");
+    assert_eq!(
+        (
+            series[0]["model_ref"].clone(),
+            series[0]["source"].clone(),
+            series[0]["total"].clone()
+        ),
+        (json!("a"), json!("invalid"), json!(2))
+    );
+    assert_eq!(
+        (
+            series[1]["model_ref"].clone(),
+            series[1]["source"].clone(),
+            series[1]["total"].clone()
+        ),
+        (json!("invalid"), json!("unknown"), json!(1))
+    );
+}
+
+#[test]
 fn attribute_sets_past_one_thousand_fold_into_other() {
     let fx = Fixture::new();
     let rows: Vec<String> = (0..1005)

@@ -12,6 +12,7 @@ pub mod seen;
 
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -147,16 +148,15 @@ impl Batch {
     pub fn add(&mut self, store: &Store, row: &Row<'_>, delta: &Totals) {
         self.key.clear();
         for label in [&row.model, &row.source] {
-            // A tag byte tells an absent label from an empty one; NUL cannot occur in JSON text
-            // without an escape, and an escaped one still decodes to a distinct key.
+            // Length-prefixed, so that no label text can mimic the boundary between the two:
+            // `-` for absent, `<byte length>:<text>` otherwise (an empty one is `0:`).
             match label {
-                None => self.key.push('\u{1}'),
+                None => self.key.push('-'),
                 Some(text) => {
-                    self.key.push('\u{2}');
+                    let _ = write!(self.key, "{}:", text.len());
                     self.key.push_str(text);
                 }
             }
-            self.key.push('\0');
         }
         let slot = match self.labels.get(self.key.as_str()) {
             Some(slot) => *slot,
