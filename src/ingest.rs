@@ -137,17 +137,15 @@ fn count_line(store: &Store, batch: &mut Batch, line: &[u8]) -> Result<(), Store
         batch.counts.duplicate += 1;
         return Ok(());
     }
-    let row = match decoded {
-        Decoded::Row(row) => row,
-        Decoded::Rejected(why) => {
-            batch.counts.reject(why);
-            return Ok(());
+    match decoded {
+        Decoded::Row(row) => {
+            batch.counts.counted += 1;
+            if let Some(delta) = Totals::of_row(&row.kind) {
+                batch.add(store, &row, &delta);
+            }
         }
-        Decoded::Blank => unreachable!("returned above"),
-    };
-    batch.counts.counted += 1;
-    if let Some(delta) = Totals::of_row(&row.kind) {
-        batch.add(store, &row, &delta);
+        Decoded::Rejected(why) => batch.counts.reject(why),
+        Decoded::Blank => {}
     }
     Ok(())
 }
