@@ -490,3 +490,26 @@ fn appended_lines_add_exactly_the_new_lines() {
         expect_model(&fx, &model);
     }
 }
+
+#[test]
+fn duplicates_across_both_halves_of_a_large_chunk_count_once() {
+    // Large enough to be decoded on two cores; every line of the first half appears again in
+    // the second, and the file is copied too.
+    let fx = Fixture::new();
+    let mut model = Model::default();
+    let mut generator = common::generator::Generator::new(17);
+    let half: Vec<String> = (0..1500).map(|_| generator.line("2026-08-07")).collect();
+    let mut text = String::new();
+    for line in half.iter().chain(half.iter()) {
+        text.push_str(line);
+        text.push('\n');
+    }
+    fx.append("2026-08-07.jsonl", text.as_bytes());
+    model.feed(text.as_bytes());
+    fx.ingest();
+    expect_model(&fx, &model);
+    std::fs::copy(fx.path("2026-08-07.jsonl"), fx.path("2026-08-07 (1).jsonl")).unwrap();
+    model.feed(text.as_bytes());
+    fx.ingest();
+    expect_model(&fx, &model);
+}

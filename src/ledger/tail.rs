@@ -49,9 +49,10 @@ pub fn open(path: &Path, stat: &FileStat, checkpoint: Option<&Checkpoint>) -> io
 }
 
 impl Tail {
-    /// Reads the next chunk into `buf` and calls `on_line` with every line it completes (without
-    /// the `\n`). Returns the number of bytes read; 0 means the end of the file for now.
-    pub fn next_chunk(&mut self, buf: &mut [u8], mut on_line: impl FnMut(&[u8])) -> io::Result<usize> {
+    /// Reads the next chunk into `buf` and calls `on_lines` once with every line it completes
+    /// (without the `\n`), in file order. Returns the number of bytes read; 0 means the end of
+    /// the file for now.
+    pub fn next_chunk(&mut self, buf: &mut [u8], on_lines: impl FnOnce(&[&[u8]])) -> io::Result<usize> {
         let n = loop {
             match self.file.read(buf) {
                 Ok(n) => break n,
@@ -65,21 +66,21 @@ impl Tail {
             self.pending.extend_from_slice(fresh);
             return Ok(n);
         };
-        let mut start = 0;
-        for end in memchr::memchr_iter(b'\n', &fresh[..=last_newline]) {
-            let line = &fresh[start..end];
+        let mut ends = memchr::memchr_iter(b'\n', &fresh[..=last_newline]);
+        // The first line may have started in an earlier chunk: complete it in `pending`.
+        let first_end = ends.next().unwrap_or(last_newline);
+        self.pending.extend_from_slice(&fresh[..first_end]);
+        let mut lines: Vec<&[u8]> = Vec::with_capacity(n / 256 + 1);
+        lines.push(&self.pending);
+        let mut start = first_end + 1;
+        for end in ends {
+            lines.push(&fresh[start..end]);
             start = end + 1;
-            // The first line may have started in an earlier chunk.
-            if self.pending.is_empty() {
-                on_line(line);
-            } else {
-                self.pending.extend_from_slice(line);
-                on_line(&self.pending);
-                self.pending.clear();
-            }
         }
-        let rest = &fresh[last_newline + 1..];
-        self.pending.extend_from_slice(rest);
+        on_lines(&lines);
+        drop(lines);
+        self.pending.clear();
+        self.pending.extend_from_slice(&fresh[last_newline + 1..]);
         self.consumed = self.read - self.pending.len() as u64;
         Ok(n)
     }
@@ -127,7 +128,9 @@ mod tests {
         let mut buf = vec![0; CHUNK];
         let mut out = Vec::new();
         while tail
-            .next_chunk(&mut buf, |l| out.push(String::from_utf8(l.to_vec()).unwrap()))
+            .next_chunk(&mut buf, |lines| {
+                out.extend(lines.iter().map(|l| String::from_utf8(l.to_vec()).unwrap()))
+            })
             .unwrap()
             > 0
         {}
