@@ -370,6 +370,18 @@ fn moved_home_does_not_double_count() {
 }
 
 #[test]
+fn deleted_store_folder_rereads_everything_exactly_once() {
+    let fx = Fixture::new();
+    fx.append_lines("2026-08-07.jsonl", &[USAGE_A, USAGE_B, TURN]);
+    fx.ingest();
+    let before = fx.status();
+    // Only the store itself, not the rest of the state dir.
+    std::fs::remove_dir_all(fx.state.join("store")).unwrap();
+    fx.ingest();
+    assert_eq!(fx.status(), before);
+}
+
+#[test]
 fn lost_store_rereads_everything_exactly_once() {
     let fx = Fixture::new();
     fx.append_lines("2026-08-07.jsonl", &[USAGE_A, USAGE_B, TURN]);

@@ -37,6 +37,9 @@ const PREFIX_TOTALS: &[u8] = b"t/";
 const PREFIX_DELIVERED: &[u8] = b"d/";
 const PREFIX_CHECKPOINT: &[u8] = b"c/";
 
+/// Beside the store: the creation time of the store that lives here.
+const MARKER_FILE: &str = "store.created";
+
 /// sled's page cache. The working set is a few day partitions and the totals; more cache only
 /// grows the resident size.
 const CACHE_BYTES: u64 = 16 << 20;
@@ -238,12 +241,28 @@ impl Store {
         })?;
         let lock = StateLock::acquire(state_dir)?;
         let path = state_dir.join("store");
-        if reset && path.exists() {
-            std::fs::remove_dir_all(&path).map_err(|source| StoreError::Io {
-                path: path.clone(),
-                source,
-            })?;
+        let marker = state_dir.join(MARKER_FILE);
+        if reset {
+            for (target, is_dir) in [(&path, true), (&marker, false)] {
+                let removed = if is_dir {
+                    std::fs::remove_dir_all(target)
+                } else {
+                    std::fs::remove_file(target)
+                };
+                match removed {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                        return Err(StoreError::Io {
+                            path: target.clone(),
+                            source: e,
+                        });
+                    }
+                    _ => {}
+                }
+            }
         }
+        // A store folder that is gone was deleted (start over); one that is there but opens
+        // empty was damaged (refuse).
+        let existed = path.exists();
         let db = sled::Config::new()
             .path(&path)
             .cache_capacity(CACHE_BYTES)
@@ -261,27 +280,54 @@ impl Store {
             pending: None,
             _lock: lock,
         };
-        store.load()?;
+        store.load(&marker, existed)?;
         Ok(store)
     }
 
-    fn load(&mut self) -> Result<(), StoreError> {
+    /// Loads the store's state; a new store is initialised. `marker` (outside sled) records that
+    /// a store was created here: sled opens a store whose log it cannot read as empty, and that
+    /// must be an error, never a silent start from zero.
+    fn load(&mut self, marker: &Path, existed: bool) -> Result<(), StoreError> {
         let corrupt = |what: &str| StoreError::Corrupt {
             path: self.path.clone(),
             detail: format!("unreadable {what}"),
         };
+        let recorded = match std::fs::read_to_string(marker) {
+            Ok(_) if !existed => None,
+            Ok(text) => Some(text.trim().parse::<u64>().map_err(|_| StoreError::Corrupt {
+                path: self.path.clone(),
+                detail: format!("unreadable marker {}", marker.display()),
+            })?),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(source) => {
+                return Err(StoreError::Io {
+                    path: marker.to_path_buf(),
+                    source,
+                });
+            }
+        };
         match self.get(KEY_VERSION)? {
+            None if self.db.is_empty() && recorded.is_some() => {
+                return Err(StoreError::Corrupt {
+                    path: self.path.clone(),
+                    detail: format!(
+                        "it opens empty, but {} says a store was created here",
+                        marker.display()
+                    ),
+                });
+            }
             None if self.db.is_empty() => {
                 let created = self
                     .created
                     .duration_since(SystemTime::UNIX_EPOCH)
                     .unwrap_or_default();
+                let created_ns = created.as_nanos() as u64;
                 let mut init = sled::Batch::default();
                 init.insert(KEY_VERSION, &FORMAT_VERSION.to_le_bytes());
-                init.insert(KEY_CREATED, &(created.as_nanos() as u64).to_le_bytes());
+                init.insert(KEY_CREATED, &created_ns.to_le_bytes());
                 self.db.apply_batch(init).map_err(|e| sled_error(&self.path, e))?;
                 self.db.flush().map_err(|e| sled_error(&self.path, e))?;
-                return Ok(());
+                return write_marker(marker, created_ns);
             }
             None => return Err(corrupt("format version")),
             Some(v) => {
@@ -302,6 +348,17 @@ impl Store {
                 .map_err(|_| corrupt("creation time"))?,
         );
         self.created = SystemTime::UNIX_EPOCH + std::time::Duration::from_nanos(nanos);
+        match recorded {
+            Some(recorded) if recorded != nanos => {
+                return Err(StoreError::Corrupt {
+                    path: self.path.clone(),
+                    detail: format!("it is not the store {} says was created here", marker.display()),
+                });
+            }
+            // A store from before the marker existed, or a crash right after creating it.
+            None => write_marker(marker, nanos)?,
+            Some(_) => {}
+        }
         if let Some(bytes) = self.get(KEY_COUNTS)? {
             self.counts = IngestCounts::decode(&bytes).ok_or_else(|| corrupt("ingestion counts"))?;
         }
@@ -479,6 +536,20 @@ impl Store {
     pub fn disk_size(&self) -> u64 {
         self.db.size_on_disk().unwrap_or(0)
     }
+}
+
+/// Records, outside sled, that a store created at `created_ns` lives in this state dir.
+fn write_marker(marker: &Path, created_ns: u64) -> Result<(), StoreError> {
+    let io_error = |source| StoreError::Io {
+        path: marker.to_path_buf(),
+        source,
+    };
+    let tmp = marker.with_extension("tmp");
+    std::fs::write(&tmp, format!("{created_ns}\n")).map_err(io_error)?;
+    std::fs::File::open(&tmp)
+        .and_then(|f| f.sync_all())
+        .map_err(io_error)?;
+    std::fs::rename(&tmp, marker).map_err(io_error)
 }
 
 fn series_key(prefix: &[u8], attrs: &AttrSet) -> Vec<u8> {
