@@ -16,13 +16,6 @@ impl Day {
         // Only ever built from validated ASCII digits and dashes.
         std::str::from_utf8(&self.0).unwrap_or("0000-00-00")
     }
-
-    /// Parses the form [`Day::as_bytes`] produces, as kept in store keys.
-    pub fn from_bytes(bytes: &[u8]) -> Option<Day> {
-        let text = std::str::from_utf8(bytes).ok()?;
-        let date: [u8; 10] = bytes.try_into().ok()?;
-        valid_date(text.as_bytes()).then_some(Day(date))
-    }
 }
 
 impl fmt::Debug for Day {
@@ -136,12 +129,5 @@ mod tests {
         ] {
             assert!(day_of_rfc3339(ts).is_none(), "{ts}");
         }
-    }
-
-    #[test]
-    fn day_round_trips_through_bytes() {
-        let day = day_of_rfc3339("2026-09-15T01:02:03Z").unwrap();
-        assert_eq!(Day::from_bytes(day.as_bytes()), Some(day));
-        assert_eq!(Day::from_bytes(b"2026-9-15"), None);
     }
 }

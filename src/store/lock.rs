@@ -2,7 +2,7 @@
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::StoreError;
 
@@ -45,9 +45,4 @@ impl StateLock {
             .map_err(io_error)?;
         Ok(StateLock { _file: file })
     }
-}
-
-/// The lock file's path, for messages.
-pub fn lock_path(state_dir: &Path) -> PathBuf {
-    state_dir.join("lock")
 }

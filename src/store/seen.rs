@@ -107,14 +107,6 @@ impl Partition {
         }
         out
     }
-
-    pub fn len(&self) -> usize {
-        self.stored.len() + self.added.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 #[cfg(test)]
