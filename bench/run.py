@@ -55,7 +55,7 @@ def du(path):
     return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
 
 
-def measure(lines, runs, endpoint, work):
+def measure(lines, runs, endpoint, work, peers):
     # <work>/<lines>/stats, so that REASONIX_HOME=<work>/<lines> points peers at it too.
     stats = os.path.join(work, str(lines), "stats")
     subprocess.run([GEN, stats, str(lines), "365", "1"], check=True)
@@ -79,7 +79,7 @@ def measure(lines, runs, endpoint, work):
                               "once", "--otlp-endpoint", endpoint])
         one_wall.append(wall)
         one_ingest.append(float(re.search(r"in ([0-9.]+) ms", err).group(1)))
-    tok = tokdash(stats, work) if lines == 1_000_000 else None
+    tok = tokdash(stats, work) if peers and lines == 1_000_000 else None
     shutil.rmtree(os.path.dirname(stats))
     return dict(lines=lines, ledger_mb=ledger_bytes / 2**20, base=median(base), back=median(back),
                 rss=max(rss), store=store, one_wall=median(one_wall), one_ingest=median(one_ingest), tok=tok)
@@ -109,6 +109,7 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--runs", type=int)
     ap.add_argument("--no-build", action="store_true")
+    ap.add_argument("--no-peers", action="store_true", help="skip tokdash even when installed")
     args = ap.parse_args()
     runs = args.runs or (3 if args.quick else 5)
     sizes = [100_000, 1_000_000] if args.quick else [100_000, 1_000_000, 3_000_000]
@@ -117,7 +118,7 @@ def main():
     endpoint = start_sink()
     work = tempfile.mkdtemp(prefix="rx-bench-")
     try:
-        results = [measure(n, runs, endpoint, work) for n in sizes]
+        results = [measure(n, runs, endpoint, work, not args.no_peers) for n in sizes]
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"\nmedian of {runs} runs each; machine: {os.cpu_count()} cores; {time.strftime('%Y-%m-%d')}\n")

@@ -20,14 +20,15 @@ use xxhash_rust::xxh3::Xxh3Builder;
 
 use crate::ledger::checkpoint::Checkpoint;
 use crate::ledger::decode::Row;
+use crate::ledger::timestamp::Day;
 use crate::series::{AttrSet, MAX_SERIES, Totals};
 use counts::IngestCounts;
 use lock::StateLock;
-use seen::{LineHash, Partition, PartitionKey, partition_store_key};
+use seen::{LineHash, Partition, PartitionKey};
 
 /// The on-disk format this build writes. A store with a higher number was written by a newer
 /// release and is refused rather than misread.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 const KEY_VERSION: &[u8] = b"version";
 const KEY_CREATED: &[u8] = b"created";
@@ -338,6 +339,9 @@ impl Store {
                         found,
                     });
                 }
+                if found == 1 {
+                    self.migrate_from_1()?;
+                }
             }
         }
         let created = self.get(KEY_CREATED)?.ok_or_else(|| corrupt("creation time"))?;
@@ -387,21 +391,50 @@ impl Store {
         Ok(())
     }
 
+    /// Format 1 kept a whole day's hashes in one value; format 2 splits each day into buckets.
+    /// One atomic batch per day (remove the old value, write its buckets), so an interrupted
+    /// migration simply goes on at the next open; the version moves last.
+    fn migrate_from_1(&self) -> Result<(), StoreError> {
+        let legacy: Vec<sled::IVec> = self
+            .db
+            .scan_prefix(b"s/")
+            .keys()
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| sled_error(&self.path, e))?
+            .into_iter()
+            .filter(|key| seen::is_legacy_key(key))
+            .collect();
+        for key in legacy {
+            let Some(bytes) = self.get(&key)? else { continue };
+            let buckets = seen::split_legacy_partition(&bytes).ok_or_else(|| StoreError::Corrupt {
+                path: self.path.clone(),
+                detail: "unreadable seen-set partition".into(),
+            })?;
+            let mut write = sled::Batch::default();
+            for (bucket, value) in buckets {
+                write.insert(seen::bucket_key(&key, bucket), value);
+            }
+            write.remove(key);
+            self.db
+                .apply_batch(write)
+                .map_err(|e| sled_error(&self.path, e))?;
+        }
+        let mut write = sled::Batch::default();
+        write.insert(KEY_VERSION, &FORMAT_VERSION.to_le_bytes());
+        self.apply(write)
+    }
+
     fn get(&self, key: &[u8]) -> Result<Option<sled::IVec>, StoreError> {
         self.db.get(key).map_err(|e| sled_error(&self.path, e))
     }
 
     /// Records `hash` as seen in `batch`; `false` when it was seen before, here or in the store.
-    pub fn mark_seen(
-        &self,
-        batch: &mut Batch,
-        key: PartitionKey,
-        hash: LineHash,
-    ) -> Result<bool, StoreError> {
+    pub fn mark_seen(&self, batch: &mut Batch, day: Option<Day>, hash: LineHash) -> Result<bool, StoreError> {
+        let key = PartitionKey::of(day, hash);
         let partition = match batch.partitions.entry(key) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::hash_map::Entry::Vacant(e) => {
-                let stored = self.get(&partition_store_key(&key))?;
+                let stored = self.get(&key.store_key())?;
                 let partition = match stored {
                     None => Partition::default(),
                     Some(bytes) => Partition::decode(&bytes).ok_or_else(|| StoreError::Corrupt {
@@ -423,7 +456,7 @@ impl Store {
         let mut write = sled::Batch::default();
         for (key, partition) in &batch.partitions {
             if partition.is_dirty() {
-                write.insert(partition_store_key(key), partition.encode());
+                write.insert(key.store_key(), partition.encode());
             }
         }
         let deltas = batch.deltas();
@@ -577,5 +610,47 @@ fn sled_error(path: &Path, error: sled::Error) -> StoreError {
             path: path.to_path_buf(),
             detail: other.to_string(),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ledger::timestamp::day_of_rfc3339;
+
+    #[test]
+    fn a_format_1_store_is_migrated_and_still_knows_its_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let day = day_of_rfc3339("2026-08-07T00:00:00Z");
+        let known = [LineHash(3), LineHash(0xC << 124 | 9)];
+        {
+            // Write what format 1 wrote: one sorted value per day.
+            let store = Store::open(dir.path(), false).unwrap();
+            let mut legacy = Vec::new();
+            for h in known {
+                legacy.extend_from_slice(&h.0.to_be_bytes());
+            }
+            let mut write = sled::Batch::default();
+            write.insert(b"s/2026-08-07".to_vec(), legacy);
+            write.insert(KEY_VERSION, &1u32.to_le_bytes());
+            store.apply(write).unwrap();
+        }
+        let store = Store::open(dir.path(), false).unwrap();
+        assert_eq!(
+            store.get(KEY_VERSION).unwrap().unwrap().as_ref(),
+            FORMAT_VERSION.to_le_bytes()
+        );
+        assert!(
+            store.get(b"s/2026-08-07").unwrap().is_none(),
+            "the whole-day value is gone"
+        );
+        let mut batch = Batch::default();
+        for h in known {
+            assert!(
+                !store.mark_seen(&mut batch, day, h).unwrap(),
+                "{h:?} is still known"
+            );
+        }
+        assert!(store.mark_seen(&mut batch, day, LineHash(4)).unwrap());
     }
 }

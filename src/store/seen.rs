@@ -2,8 +2,11 @@
 //! of the line's own `ts`.
 //!
 //! A per-key sled insert caps ingestion at ~150k lines/s and costs ~100 bytes a line on disk, so
-//! hashes are grouped: one value per day holds that day's hashes as a sorted array of 16-byte
-//! big-endian numbers. A batch loads the partitions it touches once, and writes each back once.
+//! hashes are grouped: each day is split into [`BUCKETS`] partitions by the hash's top bits, each
+//! a sorted array of 16-byte big-endian numbers. A batch loads the partitions it touches once,
+//! and writes each back once. Buckets keep every value under sled's 128 KiB item limit (≈33 KB at
+//! 3M lines a year, ≈110 KB at 10M), past which a value becomes a blob file rewritten whole on
+//! every change; more buckets measured slower for small ledgers (many tiny sled items).
 //! The partition key comes from the line's content, never from where it was found, so copies and
 //! moved homes land in the same partition and dedupe for free.
 
@@ -24,17 +27,71 @@ impl LineHash {
     }
 }
 
-/// Which partition a line's hash lives in: its `ts` day, or one partition for lines without a
-/// usable `ts` (rejected lines, rows with no timestamp).
-pub type PartitionKey = Option<Day>;
+/// How many partitions a day is split into, by the top bits of the hash.
+pub const BUCKETS: u8 = 4;
 
-pub fn partition_store_key(key: &PartitionKey) -> Vec<u8> {
-    let mut out = b"s/".to_vec();
-    match key {
-        Some(day) => out.extend_from_slice(day.as_bytes()),
-        None => out.push(b'-'),
+/// Which partition a line's hash lives in: its `ts` day (or one day-less group for lines without
+/// a usable `ts`: rejected lines, rows with no timestamp), and a bucket of that day.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PartitionKey {
+    pub day: Option<Day>,
+    pub bucket: u8,
+}
+
+impl PartitionKey {
+    pub fn of(day: Option<Day>, hash: LineHash) -> PartitionKey {
+        PartitionKey {
+            day,
+            bucket: bucket_of(hash.0),
+        }
     }
+
+    /// `s/<day>/<bucket>`, or `s/-/<bucket>` without a day; the bucket as one hex digit.
+    pub fn store_key(&self) -> Vec<u8> {
+        let mut out = b"s/".to_vec();
+        match &self.day {
+            Some(day) => out.extend_from_slice(day.as_bytes()),
+            None => out.push(b'-'),
+        }
+        bucket_key(&out, self.bucket)
+    }
+}
+
+/// Whether `key` is a format-1 partition key: `s/<day>` or `s/-`, a whole day in one value.
+pub fn is_legacy_key(key: &[u8]) -> bool {
+    key.starts_with(b"s/") && (key.len() == 12 || key == b"s/-")
+}
+
+/// A day's key (format 1's whole key) with a bucket appended: `<day key>/<hex digit>`.
+pub fn bucket_key(day_key: &[u8], bucket: u8) -> Vec<u8> {
+    let mut out = day_key.to_vec();
+    out.push(b'/');
+    out.push(b"0123456789abcdef"[bucket as usize]);
     out
+}
+
+fn bucket_of(hash: u128) -> u8 {
+    (hash >> 126) as u8
+}
+
+/// Splits a format-1 partition (a whole day) into its buckets, each still sorted.
+pub fn split_legacy_partition(bytes: &[u8]) -> Option<Vec<(u8, Vec<u8>)>> {
+    if !bytes.len().is_multiple_of(HASH_LEN) {
+        return None;
+    }
+    let mut buckets: Vec<Vec<u8>> = vec![Vec::new(); BUCKETS as usize];
+    for chunk in bytes.chunks_exact(HASH_LEN) {
+        let hash = u128::from_be_bytes(chunk.try_into().ok()?);
+        buckets[bucket_of(hash) as usize].extend_from_slice(chunk);
+    }
+    Some(
+        buckets
+            .into_iter()
+            .enumerate()
+            .filter(|(_, b)| !b.is_empty())
+            .map(|(i, b)| (i as u8, b))
+            .collect(),
+    )
 }
 
 /// Hashes a [`LineHash`] by taking its low 64 bits: it is already a uniform hash, and SipHash
@@ -127,6 +184,23 @@ mod tests {
         assert!(reloaded.insert(LineHash(u128::MAX)));
         let merged = Partition::decode(&reloaded.encode()).unwrap();
         assert_eq!(merged.stored, [1, 3, 5, 9, u128::MAX]);
+    }
+
+    #[test]
+    fn store_keys_and_legacy_split() {
+        let day = crate::ledger::timestamp::day_of_rfc3339("2026-08-07T00:00:00Z");
+        let key = PartitionKey::of(day, LineHash(0b10 << 126 | 5));
+        assert_eq!(key.store_key(), b"s/2026-08-07/2".to_vec());
+        assert_eq!(PartitionKey::of(None, LineHash(1)).store_key(), b"s/-/0".to_vec());
+        let mut legacy = Vec::new();
+        for h in [1u128, 2, 0b11 << 126] {
+            legacy.extend_from_slice(&h.to_be_bytes());
+        }
+        let split = split_legacy_partition(&legacy).unwrap();
+        assert_eq!(split.len(), 2);
+        assert_eq!(split[0].0, 0);
+        assert_eq!(Partition::decode(&split[0].1).unwrap().stored, [1, 2]);
+        assert_eq!(split[1].0, 3);
     }
 
     #[test]
