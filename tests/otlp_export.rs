@@ -201,15 +201,7 @@ fn unreachable_collector_fails_with_one_line_and_nothing_lost() {
         .unwrap();
     let out = fx.run(&["once", "--otlp-endpoint", &format!("http://{closed}/v1/metrics")]);
     assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(
-        stderr
-            .lines()
-            .filter(|l| l.starts_with("reasonix-exporter:"))
-            .count(),
-        1,
-        "{stderr}"
-    );
+    common::the_error_line(&out);
 
     let receiver = Receiver::http();
     assert_success(&export(&fx, &receiver));

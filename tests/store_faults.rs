@@ -36,14 +36,7 @@ fn corrupted_store_is_refused_with_its_path_and_the_fix_then_reset_rebuilds_it_e
             "names the path: {stderr}"
         );
         assert!(last.contains("--reset-state"), "names the fix: {stderr}");
-        assert_eq!(
-            stderr
-                .lines()
-                .filter(|l| l.starts_with("reasonix-exporter:"))
-                .count(),
-            1,
-            "{stderr}"
-        );
+        common::the_error_line(&out);
     }
 
     let out = fx.run(&["once", "--otlp", "off", "--reset-state"]);

@@ -309,21 +309,8 @@ impl Daemon {
         }
         let health = self.health(false);
         if let Some(exporter) = self.exporter.as_mut() {
-            let last = async {
-                // An earlier run's request may come first; then this run's own.
-                for _ in 0..2 {
-                    let Some(outgoing) = exporter.prepare(&mut self.store, &health)? else {
-                        return Ok::<_, ExportError>(true);
-                    };
-                    let replay = outgoing.is_replay();
-                    let result = exporter.transport().send(&outgoing.request).await;
-                    exporter.complete(&mut self.store, outgoing, result)?;
-                    if !replay {
-                        return Ok(true);
-                    }
-                }
-                Ok(false)
-            };
+            // An earlier run's unconfirmed request first, if any, then this run's own.
+            let last = exporter.export(&mut self.store, &health);
             match tokio::time::timeout_at(deadline, last).await {
                 Ok(Ok(_)) => tracing::info!("stopped; everything committed was exported"),
                 Ok(Err(ExportError::Store(e))) => return Err(e.into()),

@@ -106,6 +106,18 @@ pub fn assert_success(out: &Output) {
     );
 }
 
+/// The one error line a failed run prints (`reasonix-exporter: …`); fails unless there is
+/// exactly one.
+pub fn the_error_line(out: &Output) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let errors: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("reasonix-exporter:"))
+        .collect();
+    assert_eq!(errors.len(), 1, "exactly one error line: {stderr}");
+    errors[0].to_string()
+}
+
 /// Every file below `dir`, recursively.
 pub fn files_below(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
