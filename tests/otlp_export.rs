@@ -322,3 +322,34 @@ fn export_answered_too_late_is_replayed_without_double_counting_grpc() {
 fn export_answered_too_late_is_replayed_without_double_counting_http() {
     check_late_answer_is_replayed_exactly(Receiver::http());
 }
+
+fn check_headers_and_gzip_reach_the_collector(receiver: Receiver) {
+    let fx = Fixture::new();
+    let mut model = Model::default();
+    realistic_ledger(&fx, &mut model, 13);
+    let out = fx
+        .command(&[
+            "once",
+            "--otlp-endpoint",
+            &receiver.endpoint,
+            "--otlp-protocol",
+            receiver.protocol,
+        ])
+        .env("OTEL_EXPORTER_OTLP_HEADERS", "x-team=plat%20form")
+        .env("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip")
+        .output()
+        .unwrap();
+    assert_success(&out);
+    assert_eq!(receiver.seen(), [(Some("plat form".to_string()), true)]);
+    assert_eq!(receiver.backend_totals(), model.expected.totals());
+}
+
+#[test]
+fn standard_headers_and_gzip_reach_the_collector_grpc() {
+    check_headers_and_gzip_reach_the_collector(Receiver::grpc());
+}
+
+#[test]
+fn standard_headers_and_gzip_reach_the_collector_http() {
+    check_headers_and_gzip_reach_the_collector(Receiver::http());
+}

@@ -30,6 +30,8 @@ struct Shared {
     refuse: Arc<AtomicBool>,
     /// Keep the data but answer only after this long (0: at once).
     stall_ms: Arc<std::sync::atomic::AtomicU64>,
+    /// The `x-team` header of every data-carrying request, and whether its body was gzipped.
+    seen: Arc<Mutex<Vec<(Option<String>, bool)>>>,
 }
 
 pub struct Receiver {
@@ -53,7 +55,8 @@ impl Receiver {
             .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
             .expect("bind");
         let port = listener.local_addr().expect("addr").port();
-        let service = MetricsServiceServer::new(GrpcSink(shared.clone()));
+        let service = MetricsServiceServer::new(GrpcSink(shared.clone()))
+            .accept_compressed(tonic::codec::CompressionEncoding::Gzip);
         runtime.spawn(
             tonic::transport::Server::builder()
                 .add_service(service)
@@ -97,6 +100,11 @@ impl Receiver {
         self.shared
             .stall_ms
             .store(delay.as_millis() as u64, Ordering::SeqCst);
+    }
+
+    /// `(x-team header, gzipped)` for every request received.
+    pub fn seen(&self) -> Vec<(Option<String>, bool)> {
+        self.shared.seen.lock().unwrap().clone()
     }
 
     pub fn requests(&self) -> Vec<ExportMetricsServiceRequest> {
@@ -237,6 +245,16 @@ impl MetricsService for GrpcSink {
         if self.0.refuse.load(Ordering::SeqCst) {
             return Err(tonic::Status::unavailable("refusing on purpose"));
         }
+        let team = request
+            .metadata()
+            .get("x-team")
+            .and_then(|v| v.to_str().ok())
+            .map(String::from);
+        let gzipped = request
+            .metadata()
+            .get("grpc-encoding")
+            .is_some_and(|v| v == "gzip");
+        self.0.seen.lock().unwrap().push((team, gzipped));
         self.0.requests.lock().unwrap().push(request.into_inner());
         let stall = self.0.stall_ms.load(Ordering::SeqCst);
         if stall > 0 {
@@ -257,6 +275,7 @@ fn serve_http_connection(stream: std::net::TcpStream, shared: Shared) {
             return;
         }
         let mut length = 0usize;
+        let (mut team, mut gzipped) = (None, false);
         loop {
             let mut header = String::new();
             if reader.read_line(&mut header).unwrap_or(0) == 0 {
@@ -266,10 +285,15 @@ fn serve_http_connection(stream: std::net::TcpStream, shared: Shared) {
             if header.is_empty() {
                 break;
             }
-            if let Some((name, value)) = header.split_once(':')
-                && name.eq_ignore_ascii_case("content-length")
-            {
-                length = value.trim().parse().unwrap_or(0);
+            if let Some((name, value)) = header.split_once(':') {
+                let value = value.trim();
+                if name.eq_ignore_ascii_case("content-length") {
+                    length = value.parse().unwrap_or(0);
+                } else if name.eq_ignore_ascii_case("x-team") {
+                    team = Some(value.to_string());
+                } else if name.eq_ignore_ascii_case("content-encoding") {
+                    gzipped = value.eq_ignore_ascii_case("gzip");
+                }
             }
         }
         let mut body = vec![0; length];
@@ -278,6 +302,14 @@ fn serve_http_connection(stream: std::net::TcpStream, shared: Shared) {
         }
         let ok = request_line.starts_with("POST /v1/metrics ") && !shared.refuse.load(Ordering::SeqCst);
         if ok {
+            if gzipped {
+                let mut plain = Vec::new();
+                flate2::read::GzDecoder::new(body.as_slice())
+                    .read_to_end(&mut plain)
+                    .expect("valid gzip");
+                body = plain;
+            }
+            shared.seen.lock().unwrap().push((team, gzipped));
             let request = ExportMetricsServiceRequest::decode(body.as_slice()).expect("valid OTLP protobuf");
             shared.requests.lock().unwrap().push(request);
             let stall = shared.stall_ms.load(Ordering::SeqCst);
