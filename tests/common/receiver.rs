@@ -24,14 +24,16 @@ use prost::Message;
 
 use super::model::{QUANTITIES, Series};
 
+/// The `x-team` header of a request, and whether its body was gzipped.
+pub type Seen = (Option<String>, bool);
+
 #[derive(Clone, Default)]
 struct Shared {
     requests: Arc<Mutex<Vec<ExportMetricsServiceRequest>>>,
     refuse: Arc<AtomicBool>,
     /// Keep the data but answer only after this long (0: at once).
     stall_ms: Arc<std::sync::atomic::AtomicU64>,
-    /// The `x-team` header of every data-carrying request, and whether its body was gzipped.
-    seen: Arc<Mutex<Vec<(Option<String>, bool)>>>,
+    seen: Arc<Mutex<Vec<Seen>>>,
 }
 
 pub struct Receiver {
@@ -103,7 +105,7 @@ impl Receiver {
     }
 
     /// `(x-team header, gzipped)` for every request received.
-    pub fn seen(&self) -> Vec<(Option<String>, bool)> {
+    pub fn seen(&self) -> Vec<Seen> {
         self.shared.seen.lock().unwrap().clone()
     }
 
