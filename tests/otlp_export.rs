@@ -353,3 +353,70 @@ fn standard_headers_and_gzip_reach_the_collector_grpc() {
 fn standard_headers_and_gzip_reach_the_collector_http() {
     check_headers_and_gzip_reach_the_collector(Receiver::http());
 }
+
+/// Contract §4, power loss: the record of an export must be on disk (`fsync`, not just sled's
+/// `sync_file_range`) before a byte of it leaves, or a power cut right after the collector took
+/// it would have the next run send the same increments again.
+#[test]
+#[cfg(target_os = "linux")]
+fn the_export_record_is_fsynced_before_the_export_is_sent() {
+    if std::process::Command::new("strace").arg("-V").output().is_err() {
+        eprintln!("strace not installed: skipping the system-call audit");
+        return;
+    }
+    let receiver = Receiver::http();
+    let fx = Fixture::new();
+    realistic_ledger(&fx, &mut Model::default(), 5);
+    let trace = fx.root.path().join("trace.txt");
+    let out = fx
+        .command_via(
+            "strace",
+            &[
+                "-f",
+                "-qq",
+                "-yy",
+                "-e",
+                "trace=fsync,fdatasync,pwrite64,pwritev,write,writev,sendto,sendmsg",
+                "-o",
+                &trace.to_string_lossy(),
+                "--",
+            ],
+            &[
+                "once",
+                "--otlp-endpoint",
+                &receiver.endpoint,
+                "--otlp-protocol",
+                "http/protobuf",
+            ],
+        )
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let log = std::fs::read_to_string(&trace).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    let port = receiver
+        .endpoint
+        .split(':')
+        .nth(2)
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap();
+    let sent = lines
+        .iter()
+        .position(|l| l.contains(&format!("->127.0.0.1:{port}]>")) && l.contains("POST "))
+        .expect("the export was sent");
+    let is_store_log = |l: &&str| l.contains("/store/db>");
+    let last_write = lines[..sent]
+        .iter()
+        .rposition(|l| is_store_log(l) && l.contains("pwrite"))
+        .expect("the export record was written before sending");
+    assert!(
+        lines[last_write..sent]
+            .iter()
+            .any(|l| is_store_log(l) && l.contains("fsync(")),
+        "the store's log was not fsynced between the export record and the send:\n{}",
+        lines[last_write..=sent].join("\n")
+    );
+    assert_eq!(receiver.data_requests().len(), 1);
+}

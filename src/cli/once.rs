@@ -50,6 +50,7 @@ pub async fn once(settings: &Settings) -> anyhow::Result<()> {
     }
 
     let Some(otlp) = &settings.otlp else {
+        store.close_without_fsync();
         return Ok(());
     };
     let mut exporter = OtlpExporter::new(otlp.target.clone(), otlp.temporality)?;
@@ -64,5 +65,6 @@ pub async fn once(settings: &Settings) -> anyhow::Result<()> {
         report.data_points,
         otlp.target.endpoint
     );
+    store.close_without_fsync();
     Ok(())
 }
