@@ -507,12 +507,14 @@ impl Store {
     /// synced by sled) and its folder entry are only on disk after this.
     fn sync_to_disk(&self) -> Result<(), StoreError> {
         let sync = |path: &Path| -> Result<(), StoreError> {
-            std::fs::File::open(path)
-                .and_then(|f| f.sync_all())
-                .map_err(|source| StoreError::Io {
+            match std::fs::File::open(path).and_then(|f| f.sync_all()) {
+                // sled removes blobs it no longer needs at any time: a blob gone is not ours to sync.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                result => result.map_err(|source| StoreError::Io {
                     path: path.to_path_buf(),
                     source,
-                })
+                }),
+            }
         };
         let blobs = self.path.join("blobs");
         if let Ok(entries) = std::fs::read_dir(&blobs) {
