@@ -36,6 +36,8 @@ pub struct PollReport {
     pub files_failed: usize,
     pub counts: IngestCounts,
     pub elapsed: std::time::Duration,
+    /// When the poll ended: everything in the ledger before then is committed.
+    pub finished: Option<std::time::SystemTime>,
 }
 
 /// Reads everything new under `stats_dir` into `store`.
@@ -62,6 +64,7 @@ pub fn poll(store: &mut Store, stats_dir: &Path) -> Result<PollReport, IngestErr
     store.commit(batch)?;
     report.counts = store.counts().since(&before);
     report.elapsed = started.elapsed();
+    report.finished = Some(std::time::SystemTime::now());
     Ok(report)
 }
 

@@ -20,6 +20,7 @@ pub async fn once(settings: &Settings) -> anyhow::Result<()> {
                 counts: report.counts,
                 files_tracked: report.files as u64,
                 last_poll_seconds: report.elapsed.as_secs_f64(),
+                last_poll_end: SelfStats::unix_seconds(report.finished),
                 store_bytes: store.disk_size(),
                 export_failures: 0,
             };

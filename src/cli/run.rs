@@ -219,6 +219,7 @@ impl Daemon {
             export_failures: self.export_failures,
             files_tracked: self.last_poll.files as u64,
             last_poll_seconds: self.last_poll.elapsed.as_secs_f64(),
+            last_poll_end: SelfStats::unix_seconds(self.last_poll.finished),
             store_bytes: self.store.disk_size(),
         }
     }

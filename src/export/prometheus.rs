@@ -77,11 +77,10 @@ pub fn encode(snapshot: &Snapshot, openmetrics: bool) -> String {
             quantity.description(),
             "counter",
         );
+        // Every quantity of a known series, zeros too: a counter Prometheus first sees above
+        // zero loses that first increment to `increase()`.
         for (attrs, totals) in &snapshot.lifetime {
             let value = totals.get(quantity);
-            if value == 0 {
-                continue;
-            }
             let labels = labels(&attrs.pairs());
             let _ = writeln!(out, "{total_name}{labels} {value}");
             if let (true, Some(created)) = (openmetrics, created) {
@@ -172,8 +171,10 @@ mod tests {
         );
         assert!(!text.contains("_created"), "the classic format has no _created");
         assert!(
-            !text.contains("reasonix_tokens_total{"),
-            "zero series are left out"
+            text.contains(
+                r#"reasonix_tokens_total{model_ref="we\"ird\\model",provider="deepseek",source="cli"} 0"#
+            ),
+            "a known series' zero quantities are there from the start: {text}"
         );
         assert!(text.contains("reasonix_exporter_lines_rejected_total{reason=\"invalid_json\"} 0"));
     }

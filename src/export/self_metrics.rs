@@ -1,6 +1,6 @@
 //! The exporter's own health (contract §3, `reasonix_exporter.*`): lines read, duplicate and
 //! rejected (by reason), bytes read, label folds, export failures, files tracked, the last poll's
-//! duration and the store's size. One definition serves OTLP and Prometheus.
+//! duration and end, and the store's size. One definition serves OTLP and Prometheus.
 
 use crate::ledger::decode::Rejection;
 use crate::store::counts::IngestCounts;
@@ -34,7 +34,17 @@ pub struct SelfStats {
     pub export_failures: u64,
     pub files_tracked: u64,
     pub last_poll_seconds: f64,
+    /// When the last poll ended, as a Unix time (0: none yet).
+    pub last_poll_end: f64,
     pub store_bytes: u64,
+}
+
+impl SelfStats {
+    /// A poll's end as a Unix time, for [`SelfStats::last_poll_end`].
+    pub fn unix_seconds(at: Option<std::time::SystemTime>) -> f64 {
+        at.and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0.0, |d| d.as_secs_f64())
+    }
 }
 
 impl SelfStats {
@@ -124,6 +134,13 @@ impl SelfStats {
                 "s",
                 "How long the last poll of the ledger took.",
                 self.last_poll_seconds,
+            ),
+            gauge(
+                "reasonix_exporter.last_poll_end.timestamp",
+                "reasonix_exporter_last_poll_end_timestamp_seconds",
+                "s",
+                "When the last poll ended (Unix time): lines written before it are counted, so `time() - this` bounds the lag.",
+                self.last_poll_end,
             ),
             gauge(
                 "reasonix_exporter.store.size",
