@@ -6,7 +6,7 @@ use tracing_subscriber::EnvFilter;
 
 use reasonix_exporter::cli::args::{Cli, Command, LogFormat, Options};
 use reasonix_exporter::cli::settings::{Settings, process_env};
-use reasonix_exporter::cli::{doctor, once, run, status};
+use reasonix_exporter::cli::{doctor, generate, once, run, status};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -25,12 +25,19 @@ fn main() -> ExitCode {
 }
 
 fn try_main(cli: Cli) -> anyhow::Result<()> {
-    let settings = Settings::resolve(&cli.options, &process_env)?;
+    let settings = || Settings::resolve(&cli.options, &process_env);
     match cli.command.unwrap_or(Command::Run) {
-        Command::Run => runtime(true)?.block_on(run::run(&settings)),
-        Command::Once => runtime(false)?.block_on(once::once(&settings)),
-        Command::Status { json } => status::status(&settings, json),
-        Command::Doctor => runtime(false)?.block_on(doctor::doctor(&settings)),
+        Command::Run => runtime(true)?.block_on(run::run(&settings()?)),
+        Command::Once => runtime(false)?.block_on(once::once(&settings()?)),
+        Command::Status { json } => status::status(&settings()?, json),
+        Command::Doctor => runtime(false)?.block_on(doctor::doctor(&settings()?)),
+        // Generated from the command line's definition alone: no settings, no store.
+        Command::Completions { shell } => Ok(generate::print(&generate::completions(shell))?),
+        Command::Man => {
+            let mut page = Vec::new();
+            generate::man_page(&mut page)?;
+            Ok(generate::print(&page)?)
+        }
     }
 }
 

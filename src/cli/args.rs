@@ -5,10 +5,18 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+/// `--version`: the crate's version and the commit it was built from.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("REASONIX_EXPORTER_COMMIT"),
+    ")"
+);
+
 #[derive(Debug, Parser)]
 #[command(
     name = "reasonix-exporter",
-    version,
+    version = VERSION,
     about = "Turns the Reasonix usage ledger into exact OpenTelemetry and Prometheus counters."
 )]
 pub struct Cli {
@@ -32,6 +40,13 @@ pub enum Command {
     },
     /// Check paths, configuration, store and collector, and say how to fix what is wrong.
     Doctor,
+    /// Print a completion script for SHELL (bash, zsh, fish, elvish, powershell).
+    Completions {
+        #[arg(value_name = "SHELL")]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), e.g. `reasonix-exporter man > reasonix-exporter.1`.
+    Man,
 }
 
 /// Options shared by every command. Each is optional here so that its origin (flag, variable,

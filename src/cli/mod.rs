@@ -2,6 +2,7 @@
 
 pub mod args;
 pub mod doctor;
+pub mod generate;
 pub mod once;
 pub mod run;
 pub mod settings;

@@ -1,0 +1,28 @@
+//! Names the commit in `--version`: `$REASONIX_EXPORTER_GIT_COMMIT` when set (a build without
+//! `.git`, such as deploy/Dockerfile's), else `git rev-parse`, else "unknown".
+
+use std::process::Command;
+
+fn main() {
+    println!("cargo:rerun-if-env-changed=REASONIX_EXPORTER_GIT_COMMIT");
+    println!("cargo:rerun-if-changed=.git/HEAD");
+    println!("cargo:rerun-if-changed=.git/refs/heads");
+    println!("cargo:rerun-if-changed=.git/packed-refs");
+    let commit = std::env::var("REASONIX_EXPORTER_GIT_COMMIT")
+        .ok()
+        .filter(|c| !c.trim().is_empty())
+        .or_else(git_commit)
+        .unwrap_or_else(|| "unknown".into());
+    println!("cargo:rustc-env=REASONIX_EXPORTER_COMMIT={}", commit.trim());
+}
+
+fn git_commit() -> Option<String> {
+    let out = Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+        .filter(|c| !c.trim().is_empty())
+}
