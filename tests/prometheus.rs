@@ -4,70 +4,12 @@
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use common::generator::{Generator, days};
 use common::model::{Model, QUANTITIES};
-use common::{Fixture, PROM_NAMES, free_port, http_get, scrape_totals, wait_until};
-
-struct Prometheus {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Prometheus {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Prometheus {
-    fn start(fx: &Fixture, target_port: u16) -> Option<Prometheus> {
-        if Command::new("prometheus").arg("--version").output().is_err() {
-            return None;
-        }
-        let dir = fx.root.path().join("prometheus");
-        std::fs::create_dir_all(&dir).unwrap();
-        let config = dir.join("prometheus.yml");
-        std::fs::write(
-            &config,
-            format!(
-                "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: reasonix\n    static_configs:\n      - targets: ['127.0.0.1:{target_port}']\n"
-            ),
-        )
-        .unwrap();
-        let port = free_port();
-        let child = Command::new("prometheus")
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
-            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(dir.join("log.txt")).unwrap())
-            .spawn()
-            .ok()?;
-        Some(Prometheus { child, port })
-    }
-
-    /// The value of a PromQL expression that yields one number.
-    fn scalar(&self, expr: &str) -> Option<f64> {
-        let body = http_get(self.port, &format!("/api/v1/query?query={}", encode(expr)), None)?;
-        let json: serde_json::Value = serde_json::from_str(&body).ok()?;
-        let result = json["data"]["result"].as_array()?;
-        let value = result.first()?["value"][1].as_str()?;
-        value.parse().ok()
-    }
-}
-
-fn encode(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' | b'-' | b'.' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
+use common::prom_server::Prometheus;
+use common::{Fixture, PROM_NAMES, free_port, scrape_totals, wait_until};
 
 fn sums(model: &Model) -> [u64; 8] {
     let mut sum = [0u64; 8];
@@ -96,7 +38,7 @@ fn promql_sums_equal_the_totals_and_nothing_resets_across_a_restart() {
     assert!(wait_until(Duration::from_secs(20), || scrape_totals(port)
         == Some(model.expected.totals())));
 
-    let Some(prometheus) = Prometheus::start(&fx, port) else {
+    let Some(prometheus) = Prometheus::scraping(&fx.root.path().join("prometheus"), port) else {
         eprintln!("prometheus is not installed (.ci/run installs it): skipping");
         return;
     };

@@ -219,7 +219,7 @@ async fn check_collector(settings: &Settings, report: &mut Report) {
         Err(e) => report.problem(
             "OTLP",
             format!("{what}: {e}"),
-            "start an OpenTelemetry Collector there, or point --otlp-endpoint at yours, or use --otlp off to only count",
+            "start an OpenTelemetry Collector there (deploy/README.md has one), or point --otlp-endpoint at yours, or use --otlp off to only count",
         ),
     }
 }

@@ -4,6 +4,7 @@
 
 pub mod generator;
 pub mod model;
+pub mod prom_server;
 pub mod receiver;
 
 use std::io::Write;

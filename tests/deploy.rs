@@ -1,0 +1,540 @@
+//! `deploy/` checked with the real tools where this machine has them: promtool on the Prometheus
+//! configurations, the collector configurations against the components the contrib distribution
+//! really has, every Grafana panel query run against a real Prometheus that scraped a running
+//! exporter (the totals panels equal the contract's totals), `systemd-analyze verify` on the
+//! unit, and the launchd plist parsed.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::Value;
+use yaml_rust2::{Yaml, YamlLoader};
+
+use common::generator::{Generator, days};
+use common::model::{Model, QUANTITIES};
+use common::prom_server::{Prometheus, encode};
+use common::{BIN, Fixture, free_port, scrape_totals, wait_until};
+
+fn deploy(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy").join(path)
+}
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(deploy(path)).unwrap_or_else(|e| panic!("deploy/{path}: {e}"))
+}
+
+fn installed(tool: &str) -> bool {
+    let found = Command::new(tool).arg("--version").output().is_ok();
+    if !found {
+        eprintln!("{tool} is not installed (.ci/run installs it): skipping");
+    }
+    found
+}
+
+#[test]
+fn prometheus_configurations_pass_promtool() {
+    if !installed("promtool") {
+        return;
+    }
+    for name in ["prometheus.yml", "scrape-exporter.yml"] {
+        let out = Command::new("promtool")
+            .args(["check", "config"])
+            .arg(deploy(&format!("prometheus/{name}")))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "promtool rejects deploy/prometheus/{name}:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// `kind type` pairs from deploy/collector/components.txt.
+fn known_components() -> BTreeSet<(String, String)> {
+    read("collector/components.txt")
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            let (kind, name) = l.split_once(' ').expect("`kind type`");
+            (kind.to_string(), name.trim().to_string())
+        })
+        .collect()
+}
+
+fn keys(yaml: &Yaml) -> Vec<String> {
+    yaml.as_hash()
+        .map(|h| h.keys().filter_map(|k| k.as_str().map(String::from)).collect())
+        .unwrap_or_default()
+}
+
+fn names(list: &Yaml) -> Vec<String> {
+    list.as_vec()
+        .map(|v| v.iter().filter_map(|n| n.as_str().map(String::from)).collect())
+        .unwrap_or_default()
+}
+
+/// Every `authenticator: <name>` anywhere below `yaml`.
+fn authenticators(yaml: &Yaml, out: &mut Vec<String>) {
+    if let Some(hash) = yaml.as_hash() {
+        for (k, v) in hash {
+            match (k.as_str(), v.as_str()) {
+                (Some("authenticator"), Some(name)) => out.push(name.to_string()),
+                _ => authenticators(v, out),
+            }
+        }
+    }
+}
+
+#[test]
+fn collector_configurations_name_only_real_components_and_wire_them_up() {
+    let known = known_components();
+    for file in ["single-machine.yaml", "team-gateway.yaml"] {
+        let text = read(&format!("collector/{file}"));
+        let docs = YamlLoader::load_from_str(&text).unwrap_or_else(|e| panic!("{file}: {e}"));
+        let config = &docs[0];
+        let mut defined = BTreeSet::new();
+        for (section, kind) in [
+            ("receivers", "receiver"),
+            ("processors", "processor"),
+            ("exporters", "exporter"),
+            ("extensions", "extension"),
+        ] {
+            for id in keys(&config[section]) {
+                let component = id.split('/').next().unwrap().to_string();
+                assert!(
+                    known.contains(&(kind.to_string(), component.clone())),
+                    "{file}: {kind} `{component}` is not in otelcol-contrib (deploy/collector/components.txt)"
+                );
+                defined.insert((section, id));
+            }
+        }
+        let service = &config["service"];
+        for ext in names(&service["extensions"]) {
+            assert!(
+                defined.contains(&("extensions", ext.clone())),
+                "{file}: extension {ext} is not defined"
+            );
+        }
+        let mut auth = Vec::new();
+        authenticators(config, &mut auth);
+        for name in auth {
+            assert!(
+                names(&service["extensions"]).contains(&name),
+                "{file}: authenticator {name} is not an enabled extension"
+            );
+        }
+        let pipelines = keys(&service["pipelines"]);
+        assert_eq!(pipelines, ["metrics"], "{file}: one metrics pipeline");
+        let pipeline = &service["pipelines"]["metrics"];
+        for section in ["receivers", "processors", "exporters"] {
+            let used = names(&pipeline[section]);
+            assert!(
+                !used.is_empty() || section == "processors",
+                "{file}: no {section}"
+            );
+            for id in used {
+                assert!(
+                    defined.contains(&(section, id.clone())),
+                    "{file}: pipeline uses {section} {id}, which is not defined"
+                );
+            }
+        }
+        // Cumulative in, cumulative out: converting here as well as exporting delta is the
+        // double conversion the README warns about.
+        assert!(
+            !names(&pipeline["processors"])
+                .iter()
+                .any(|p| p.starts_with("deltatocumulative")),
+            "{file}: deltatocumulative is for delta exporters only (see the file's header)"
+        );
+    }
+}
+
+#[test]
+fn compose_and_dockerfile_refer_to_files_that_exist() {
+    let compose = read("compose/docker-compose.yml");
+    let docs = YamlLoader::load_from_str(&compose).expect("docker-compose.yml is YAML");
+    let services = &docs[0]["services"];
+    assert_eq!(keys(services), ["collector", "prometheus", "grafana", "exporter"]);
+    for service in keys(services) {
+        for volume in names(&services[service.as_str()]["volumes"]) {
+            let source = volume.split(':').next().unwrap();
+            if source.starts_with("..") {
+                assert!(
+                    deploy("compose").join(source).exists(),
+                    "compose {service} mounts {source}, which is not in the repository"
+                );
+            }
+        }
+    }
+    let ports: Vec<String> = keys(services)
+        .iter()
+        .flat_map(|s| names(&services[s.as_str()]["ports"]))
+        .collect();
+    assert!(
+        ports.iter().all(|p| p.starts_with("127.0.0.1:")),
+        "every published port is on loopback: {ports:?}"
+    );
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for line in read("Dockerfile").lines() {
+        if let Some(args) = line.strip_prefix("COPY ").filter(|a| !a.starts_with("--from")) {
+            let parts: Vec<&str> = args.split_whitespace().collect();
+            for source in &parts[..parts.len() - 1] {
+                assert!(
+                    root.join(source).exists(),
+                    "Dockerfile copies {source}, which is missing"
+                );
+            }
+        }
+    }
+    assert!(
+        read("Dockerfile").contains("\nUSER reasonix\n"),
+        "the image runs as non-root"
+    );
+}
+
+#[test]
+fn systemd_unit_verifies() {
+    if !installed("systemd-analyze") {
+        return;
+    }
+    let unit = read("systemd/reasonix-exporter.service");
+    for required in [
+        "ProtectSystem=strict",
+        "ReadOnlyPaths=%h/.reasonix/stats",
+        "ReadWritePaths=%S/reasonix-exporter",
+        "NoNewPrivileges=yes",
+        "PrivateTmp=yes",
+        "Restart=on-failure",
+    ] {
+        assert!(unit.contains(required), "the unit lacks {required}");
+    }
+    // verify checks that ExecStart's binary exists: point it at the one just built.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("reasonix-exporter.service");
+    std::fs::write(&path, unit.replace("%h/.cargo/bin/reasonix-exporter", BIN)).unwrap();
+    let out = Command::new("systemd-analyze")
+        .arg("verify")
+        .arg(&path)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let about_unit: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("reasonix-exporter"))
+        .collect();
+    assert!(
+        out.status.success() && about_unit.is_empty(),
+        "systemd-analyze verify:\n{stderr}"
+    );
+}
+
+#[test]
+fn launchd_plist_is_a_valid_property_list() {
+    let value =
+        plist::Value::from_file(deploy("launchd/io.reasonix.exporter.plist")).expect("valid plist XML");
+    let dict = value.as_dictionary().expect("a dictionary");
+    assert_eq!(
+        dict.get("Label").and_then(|v| v.as_string()),
+        Some("io.reasonix.exporter")
+    );
+    let args: Vec<&str> = dict
+        .get("ProgramArguments")
+        .and_then(|v| v.as_array())
+        .expect("ProgramArguments")
+        .iter()
+        .filter_map(|v| v.as_string())
+        .collect();
+    assert!(
+        args[0].ends_with("/reasonix-exporter") && args[1] == "run",
+        "{args:?}"
+    );
+}
+
+/// Every `expr` of the dashboard with its panel's title, type and whether it is an instant query.
+struct Query {
+    panel: String,
+    expr: String,
+    instant: bool,
+}
+
+fn dashboard() -> Value {
+    serde_json::from_str(&read("grafana/reasonix.json")).expect("the dashboard is JSON")
+}
+
+fn queries(dash: &Value) -> Vec<Query> {
+    let mut out = Vec::new();
+    for panel in dash["panels"].as_array().unwrap() {
+        for target in panel["targets"].as_array().into_iter().flatten() {
+            out.push(Query {
+                panel: panel["title"].as_str().unwrap().to_string(),
+                expr: target["expr"].as_str().unwrap().to_string(),
+                instant: target["instant"].as_bool().unwrap_or(false),
+            });
+        }
+    }
+    out
+}
+
+/// The range of every `rate(...[R])` / `increase(...[R])` in `expr`.
+fn counter_ranges(expr: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for function in ["rate(", "increase("] {
+        for (at, _) in expr.match_indices(function) {
+            // `irate(` is not `rate(`.
+            if at > 0 && expr.as_bytes()[at - 1].is_ascii_alphabetic() {
+                continue;
+            }
+            let rest = &expr[at..];
+            let open = rest.find('[').expect("a range");
+            let close = rest[open..].find(']').unwrap() + open;
+            out.push(rest[open + 1..close].to_string());
+        }
+    }
+    out
+}
+
+#[test]
+fn dashboard_queries_follow_the_counter_rules() {
+    let dash = dashboard();
+    let vars: Vec<&str> = dash["templating"]["list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v["name"].as_str())
+        .collect();
+    assert_eq!(
+        vars,
+        ["datasource", "instance", "provider", "model_ref", "source"]
+    );
+    let all = queries(&dash);
+    assert!(all.len() >= 30, "{} queries", all.len());
+    for q in &all {
+        let ranges = counter_ranges(&q.expr);
+        // Each counter is read through exactly one rate/increase.
+        assert_eq!(
+            q.expr.matches("_total{").count(),
+            ranges.len(),
+            "{}: a counter outside rate/increase: {}",
+            q.panel,
+            q.expr
+        );
+        for range in ranges {
+            // Summed hourly buckets must not overlap: the daily table alone uses $__interval.
+            let allowed = range == "$__rate_interval"
+                || range == "$__range"
+                || (range == "$__interval" && q.panel.starts_with("Daily totals"));
+            assert!(allowed, "{}: range [{range}] in {}", q.panel, q.expr);
+        }
+        if q.expr.contains("reasonix_") && !q.expr.contains("reasonix_exporter_") {
+            for var in ["$instance", "$provider", "$model_ref", "$source"] {
+                assert!(q.expr.contains(var), "{}: ignores {var}: {}", q.panel, q.expr);
+            }
+        }
+    }
+}
+
+/// A query as Grafana would send it: variables as "All", ranges as given.
+fn substitute(expr: &str, range_ms: u64) -> String {
+    expr.replace("$instance", ".*")
+        .replace("$provider", ".*")
+        .replace("$model_ref", ".*")
+        .replace("$source", ".*")
+        .replace("$__rate_interval", "5s")
+        .replace("$__range", &format!("{range_ms}ms"))
+        .replace("$__interval", "1h")
+}
+
+fn first_value(result: &[Value]) -> Option<f64> {
+    result.first()?["value"][1].as_str()?.parse().ok()
+}
+
+/// The sums over all series of the model's eight quantities.
+fn sums(model: &Model) -> [u64; 8] {
+    let mut sum = [0; 8];
+    for totals in model.expected.totals().values() {
+        for (s, t) in sum.iter_mut().zip(totals) {
+            *s += t;
+        }
+    }
+    sum
+}
+
+#[test]
+fn every_dashboard_panel_returns_data_and_the_totals_panels_are_exact() {
+    if !Prometheus::installed() {
+        eprintln!("prometheus is not installed (.ci/run installs it): skipping");
+        return;
+    }
+    let fx = Fixture::new();
+    let mut model = Model::default();
+    let mut generator = Generator::new(77);
+    let all_days = days(3);
+    for day in &all_days {
+        let text = generator.day_file(day, 200);
+        fx.append(&format!("{day}.jsonl"), text.as_bytes());
+        model.feed(text.as_bytes());
+    }
+    let port = free_port();
+    let _daemon = fx.spawn(&["--otlp", "off", "--prometheus", &format!("127.0.0.1:{port}")]);
+    assert!(wait_until(Duration::from_secs(20), || scrape_totals(port)
+        == Some(model.expected.totals())));
+
+    // Prometheus, with the repository's own scrape configuration pointed at this exporter.
+    let config = read("prometheus/scrape-exporter.yml")
+        .replace("scrape_interval: 15s", "scrape_interval: 1s")
+        .replace("127.0.0.1:9464", &format!("127.0.0.1:{port}"));
+    let prometheus = Prometheus::start(&fx.root.path().join("prometheus"), &config).unwrap();
+    let before = sums(&model);
+    let total_at =
+        |want: u64| move |p: &Prometheus| p.scalar("sum(reasonix_tokens_total)") == Some(want as f64);
+    let scraped = total_at(before[5]);
+    assert!(wait_until(Duration::from_secs(30), || scraped(&prometheus)));
+
+    // Lines that land while Prometheus watches, for the series it already knows: a series
+    // Prometheus first sees above zero lost that first step to `increase()` (documented).
+    let known = model.expected.totals();
+    let mut added = 0;
+    while added < 150 {
+        let line = generator.line(&all_days[2]);
+        let mut alone = Model::default();
+        alone.line(line.as_bytes());
+        if alone.expected.totals().keys().all(|s| known.contains_key(s)) {
+            fx.append(&format!("{}.jsonl", all_days[2]), format!("{line}\n").as_bytes());
+            model.line(line.as_bytes());
+            added += 1;
+        }
+    }
+    let after = sums(&model);
+    let grown: Vec<u64> = after.iter().zip(&before).map(|(a, b)| a - b).collect();
+    assert!(grown.iter().all(|g| *g > 0), "every quantity grew: {grown:?}");
+    let scraped = total_at(after[5]);
+    assert!(wait_until(Duration::from_secs(30), || scraped(&prometheus)));
+    // Let a few more scrapes of the final values land.
+    let last_ts = || {
+        first_value(
+            &prometheus
+                .query("max(timestamp(reasonix_tokens_total))", None)
+                .unwrap_or_default(),
+        )
+    };
+    let seen_final = last_ts().unwrap();
+    assert!(wait_until(Duration::from_secs(10), || last_ts().unwrap() >= seen_final + 2.0));
+
+    // The dashboard's window: from the first scrape to the last, both sample instants, so that
+    // `increase()` has nothing to extrapolate.
+    let end = last_ts().unwrap();
+    let samples = prometheus.query("reasonix_tokens_total[10m]", Some(end)).unwrap();
+    let start = samples
+        .iter()
+        .filter_map(|s| s["values"][0][0].as_f64())
+        .fold(f64::INFINITY, f64::min);
+    let range_ms = ((end - start) * 1000.0).round() as u64;
+
+    let dash = dashboard();
+    let quantity = |name: &str| QUANTITIES.iter().position(|q| *q == name).unwrap();
+    let exact = [
+        ("Tokens (total)", quantity("total")),
+        ("Prompt", quantity("prompt")),
+        ("Completion", quantity("completion")),
+        ("Reasoning", quantity("reasoning")),
+        ("Requests", quantity("requests")),
+        ("Turns", quantity("turns")),
+    ];
+    let mut checked = 0;
+    for q in queries(&dash) {
+        let expr = substitute(&q.expr, range_ms);
+        let result = if q.instant {
+            prometheus.query(&expr, Some(end))
+        } else {
+            prometheus
+                .api(&format!(
+                    "query_range?query={}&start={start:.3}&end={end:.3}&step=1",
+                    encode(&expr)
+                ))
+                .and_then(|data| data["result"].as_array().cloned())
+        };
+        let result = result.unwrap_or_else(|| panic!("{}: Prometheus refused {expr}", q.panel));
+        assert!(!result.is_empty(), "{}: no data for {expr}", q.panel);
+        if let Some((_, index)) = exact.iter().find(|(title, _)| *title == q.panel) {
+            assert_eq!(
+                first_value(&result),
+                Some(grown[*index] as f64),
+                "{}: {expr}",
+                q.panel
+            );
+            checked += 1;
+        }
+        if q.panel == "Cache hit ratio" && q.instant {
+            let (hit, miss) = (grown[quantity("cache_hit")], grown[quantity("cache_miss")]);
+            let want = hit as f64 / (hit + miss) as f64;
+            let got = first_value(&result).unwrap();
+            assert!((got - want).abs() < 1e-9, "cache hit ratio {got} != {want}");
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, exact.len() + 1, "every totals panel was checked");
+
+    // The variables' values.
+    for var in dash["templating"]["list"].as_array().unwrap() {
+        let Some(definition) = var["definition"].as_str() else {
+            continue;
+        };
+        let inner = definition
+            .strip_prefix("label_values(")
+            .and_then(|d| d.strip_suffix(')'))
+            .unwrap();
+        let (selector, label) = inner.rsplit_once(", ").unwrap();
+        let selector = substitute(selector, range_ms);
+        let values = prometheus
+            .api(&format!("label/{label}/values?match[]={}", encode(&selector)))
+            .unwrap();
+        assert!(
+            !values.as_array().unwrap().is_empty(),
+            "variable {label}: no values for {selector}"
+        );
+    }
+}
+
+#[test]
+fn version_names_the_commit_it_was_built_from() {
+    let out = Command::new(BIN).arg("--version").output().unwrap();
+    let version = String::from_utf8(out.stdout).unwrap();
+    let head = Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    let commit = head.unwrap_or_else(|| "unknown".into());
+    assert_eq!(
+        version.trim(),
+        format!(
+            "reasonix-exporter {} (commit {commit})",
+            env!("CARGO_PKG_VERSION")
+        )
+    );
+}
+
+#[test]
+fn completions_and_man_page_come_from_the_binary() {
+    for shell in ["bash", "zsh", "fish"] {
+        let out = Command::new(BIN).args(["completions", shell]).output().unwrap();
+        assert!(out.status.success(), "completions {shell}");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("otlp-endpoint"),
+            "{shell}"
+        );
+    }
+    let out = Command::new(BIN).arg("man").output().unwrap();
+    assert!(out.status.success());
+    let page = String::from_utf8(out.stdout).unwrap();
+    assert!(page.contains(".TH reasonix-exporter 1"), "a roff man page");
+}
