@@ -69,20 +69,33 @@ def measure(lines, runs, endpoint, work, peers):
         back.append(wall)
         rss.append(peak)
     store = du(os.path.join(work, "state", "store"))
-    # One new line on this history: the whole process, and the ingest step it reports.
-    one_wall, one_ingest = [], []
+    # One new line on this history: the whole process (timed here, to the millisecond), and the
+    # ingest step it reports; with the export, and with --otlp off (no export, so no fsync).
+    one_wall, one_ingest, one_off = [], [], []
     path = os.path.join(stats, sorted(os.listdir(stats))[-1])
+    state = os.path.join(work, "state")
     for i in range(runs):
-        with open(path, "a") as f:
-            f.write('{"ts":"2026-12-31T00:00:%02dZ","model":"bench/one","source":"cli","total":%d}\n' % (i, i + 1))
-        wall, _, err = timed([BIN, "--stats-dir", stats, "--state-dir", os.path.join(work, "state"),
-                              "once", "--otlp-endpoint", endpoint])
-        one_wall.append(wall)
-        one_ingest.append(float(re.search(r"in ([0-9.]+) ms", err).group(1)))
+        for export in (True, False):
+            with open(path, "a") as f:
+                f.write('{"ts":"2026-12-31T00:%02d:%02dZ","model":"bench/one","source":"cli","total":%d}\n'
+                        % (i, int(export), i + 1))
+            otlp = ["--otlp-endpoint", endpoint] if export else ["--otlp", "off"]
+            started = time.perf_counter()
+            out = subprocess.run([BIN, "--stats-dir", stats, "--state-dir", state, "once"] + otlp,
+                                 capture_output=True, text=True)
+            wall = time.perf_counter() - started
+            if out.returncode != 0:
+                sys.exit(f"one new line failed:\n{out.stderr}")
+            if export:
+                one_wall.append(wall)
+                one_ingest.append(float(re.search(r"in ([0-9.]+) ms", out.stderr).group(1)))
+            else:
+                one_off.append(wall)
     tok = tokdash(stats, work) if peers and lines == 1_000_000 else None
     shutil.rmtree(os.path.dirname(stats))
     return dict(lines=lines, ledger_mb=ledger_bytes / 2**20, base=median(base), back=median(back),
-                rss=max(rss), store=store, one_wall=median(one_wall), one_ingest=median(one_ingest), tok=tok)
+                rss=max(rss), store=store, one_wall=median(one_wall), one_off=median(one_off),
+                one_ingest=median(one_ingest), tok=tok)
 
 
 def tokdash(stats, work):
@@ -122,13 +135,13 @@ def main():
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"\nmedian of {runs} runs each; machine: {os.cpu_count()} cores; {time.strftime('%Y-%m-%d')}\n")
-    print("| lines | ledger | baseline read+hash+decode | `once` backfill (OTLP to a local sink) | speed vs baseline | peak RSS | store | store/line | per-line ingest | one new line: `once` wall | one new line: ingest step |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| lines | ledger | baseline read+hash+decode | `once` backfill (OTLP to a local sink) | speed vs baseline | peak RSS | store | store/line | per-line ingest | one new line: `once` wall | the same, `--otlp off` | one new line: ingest step |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         print(f"| {r['lines']:,} | {r['ledger_mb']:.0f} MiB | {r['base']:.3f} s | {r['back']:.3f} s | "
               f"{r['base'] / r['back']:.2f}x | {r['rss']:.1f} MB | {r['store'] / 2**20:.1f} MiB | "
               f"{r['store'] / r['lines']:.1f} B | {r['back'] / r['lines'] * 1e6:.2f} us | "
-              f"{r['one_wall'] * 1000:.0f} ms | {r['one_ingest']:.2f} ms |")
+              f"{r['one_wall'] * 1000:.1f} ms | {r['one_off'] * 1000:.1f} ms | {r['one_ingest']:.2f} ms |")
     for r in results:
         tok = r["tok"]
         if tok:
