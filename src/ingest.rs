@@ -19,6 +19,10 @@ use crate::store::{Batch, Store, StoreError};
 /// few fsyncs, small enough that memory stays flat whatever the ledger's size.
 const COMMIT_BYTES: u64 = 32 << 20;
 
+/// ... or this many seen-set partitions (four a day): years of small day files would otherwise
+/// make one commit of tens of thousands of sled values.
+const COMMIT_PARTITIONS: usize = 1024;
+
 #[derive(Debug, thiserror::Error)]
 pub enum IngestError {
     #[error("stats dir {path} cannot be read: {source}")]
@@ -123,7 +127,7 @@ fn read_file(
         if read == 0 {
             return Ok(FileOutcome::Read);
         }
-        if batch.counts.bytes >= COMMIT_BYTES {
+        if batch.counts.bytes >= COMMIT_BYTES || batch.partitions() >= COMMIT_PARTITIONS {
             store.commit(std::mem::take(batch))?;
         }
     }

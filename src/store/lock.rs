@@ -18,7 +18,7 @@ impl StateLock {
         let path = state_dir.join("lock");
         let io_error = |source| StoreError::Io {
             path: path.clone(),
-            source,
+            error: source,
         };
         let mut file = File::options()
             .read(true)

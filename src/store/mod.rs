@@ -61,9 +61,9 @@ pub enum StoreError {
     )]
     NewerFormat { path: PathBuf, found: u32 },
     #[error(
-        "store at {path}: {source}; check that the state dir is writable and its disk has room, or choose another with --state-dir"
+        "store at {path}: {error}; check that the state dir is writable and its disk has room, or choose another with --state-dir"
     )]
-    Io { path: PathBuf, source: std::io::Error },
+    Io { path: PathBuf, error: std::io::Error },
 }
 
 /// An export that was sent, or is about to be, and not yet confirmed. Kept durably so that a
@@ -148,6 +148,11 @@ struct Slot {
 }
 
 impl Batch {
+    /// Seen-set partitions this batch holds (each one a sled value rewritten at commit).
+    pub fn partitions(&self) -> usize {
+        self.partitions.len()
+    }
+
     /// Adds `delta` to the series of `row`, folding a new attribute set past [`MAX_SERIES`].
     pub fn add(&mut self, store: &Store, row: &Row<'_>, delta: &Totals) {
         self.key.clear();
@@ -238,7 +243,7 @@ impl Store {
     pub fn open(state_dir: &Path, reset: bool) -> Result<Store, StoreError> {
         std::fs::create_dir_all(state_dir).map_err(|source| StoreError::Io {
             path: state_dir.to_path_buf(),
-            source,
+            error: source,
         })?;
         let lock = StateLock::acquire(state_dir)?;
         let path = state_dir.join("store");
@@ -254,7 +259,7 @@ impl Store {
                     Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                         return Err(StoreError::Io {
                             path: target.clone(),
-                            source: e,
+                            error: e,
                         });
                     }
                     _ => {}
@@ -303,7 +308,7 @@ impl Store {
             Err(source) => {
                 return Err(StoreError::Io {
                     path: marker.to_path_buf(),
-                    source,
+                    error: source,
                 });
             }
         };
@@ -512,7 +517,7 @@ impl Store {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
                 result => result.map_err(|source| StoreError::Io {
                     path: path.to_path_buf(),
-                    source,
+                    error: source,
                 }),
             }
         };
@@ -620,7 +625,7 @@ impl Store {
 fn write_marker(marker: &Path, created_ns: u64) -> Result<(), StoreError> {
     let io_error = |source| StoreError::Io {
         path: marker.to_path_buf(),
-        source,
+        error: source,
     };
     let tmp = marker.with_extension("tmp");
     std::fs::write(&tmp, format!("{created_ns}\n")).map_err(io_error)?;
@@ -649,7 +654,7 @@ fn sled_error(path: &Path, error: sled::Error) -> StoreError {
     match error {
         sled::Error::Io(source) => StoreError::Io {
             path: path.to_path_buf(),
-            source,
+            error: source,
         },
         other => StoreError::Corrupt {
             path: path.to_path_buf(),

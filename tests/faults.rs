@@ -1,0 +1,326 @@
+//! Fault injection (issue 6): what a machine does to a daemon — a full disk and a read-only file
+//! system under the state dir, a stats folder behind a symlink that is re-pointed, a 10 MB line,
+//! five thousand day files, bytes that are not UTF-8. Each ends with a clear message (or none
+//! needed), nothing lost, nothing counted twice, and memory bounded.
+//!
+//! The file-system faults mount a small tmpfs, which needs root (CI runs as root); elsewhere
+//! they say so and skip.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use common::generator::{Generator, days};
+use common::model::Model;
+use common::receiver::Receiver;
+use common::{Fixture, assert_success, free_port, scrape_totals, the_error_line, wait_until};
+
+/// A size-limited tmpfs mounted at a path for the life of the guard.
+struct Mount {
+    at: PathBuf,
+}
+
+impl Mount {
+    fn tmpfs(at: &Path, size: &str) -> Option<Mount> {
+        std::fs::create_dir_all(at).unwrap();
+        let out = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(at)
+            .output()
+            .ok()?;
+        if !out.status.success() {
+            eprintln!(
+                "cannot mount a tmpfs here ({}): skipping",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+            return None;
+        }
+        Some(Mount { at: at.to_path_buf() })
+    }
+
+    fn remount(&self, option: &str) {
+        let out = Command::new("mount")
+            .args(["-o", &format!("remount,{option}")])
+            .arg(&self.at)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "remount {option}");
+    }
+
+    /// Bytes still free.
+    fn available(&self) -> u64 {
+        let out = Command::new("df")
+            .args(["--output=avail", "-B1"])
+            .arg(&self.at)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .nth(1)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.at).status();
+    }
+}
+
+/// Three day files of realistic lines, fed to the model too.
+fn ledger(fx: &Fixture, model: &mut Model, generator: &mut Generator, lines: usize) {
+    for day in days(3) {
+        let text = generator.day_file(&day, lines);
+        fx.append(&format!("{day}.jsonl"), text.as_bytes());
+        model.feed(text.as_bytes());
+    }
+}
+
+fn export(fx: &Fixture, receiver: &Receiver) -> std::process::Output {
+    fx.run(&[
+        "once",
+        "--otlp-endpoint",
+        &receiver.endpoint,
+        "--otlp-protocol",
+        receiver.protocol,
+    ])
+}
+
+#[test]
+fn full_disk_under_the_state_dir_is_a_clear_error_and_nothing_is_lost_or_doubled() {
+    let fx = Fixture::new();
+    let Some(disk) = Mount::tmpfs(&fx.state, "6m") else {
+        return;
+    };
+    let receiver = Receiver::http();
+    let mut model = Model::default();
+    let mut generator = Generator::new(3);
+    ledger(&fx, &mut model, &mut generator, 1000);
+    assert_success(&export(&fx, &receiver));
+    assert_eq!(receiver.backend_totals(), model.expected.totals());
+
+    // Fill the disk but for a few kilobytes, then give the exporter more to store.
+    let ballast = fx.state.join("ballast");
+    let room = disk.available().saturating_sub(16 << 10);
+    std::fs::write(&ballast, vec![0u8; room as usize]).unwrap();
+    ledger(&fx, &mut model, &mut generator, 3000);
+    let out = export(&fx, &receiver);
+    assert!(!out.status.success(), "a full disk must fail the run");
+    let error = the_error_line(&out);
+    assert!(
+        error.contains(&fx.state.display().to_string()) && error.contains("room"),
+        "names the state dir and the fix: {error}"
+    );
+    assert_eq!(error.matches("os error 28").count(), 1, "says it once: {error}");
+
+    // Room again: the next run delivers exactly what is missing.
+    std::fs::remove_file(&ballast).unwrap();
+    assert_success(&export(&fx, &receiver));
+    assert_eq!(receiver.backend_totals(), model.expected.totals());
+    assert_success(&export(&fx, &receiver));
+    assert_eq!(
+        receiver.backend_totals(),
+        model.expected.totals(),
+        "and nothing twice"
+    );
+}
+
+#[test]
+fn read_only_state_dir_is_a_clear_error_and_nothing_is_lost_or_doubled() {
+    let fx = Fixture::new();
+    let Some(disk) = Mount::tmpfs(&fx.state, "16m") else {
+        return;
+    };
+    let receiver = Receiver::http();
+    let mut model = Model::default();
+    let mut generator = Generator::new(4);
+    ledger(&fx, &mut model, &mut generator, 300);
+    assert_success(&export(&fx, &receiver));
+
+    disk.remount("ro");
+    ledger(&fx, &mut model, &mut generator, 300);
+    let out = export(&fx, &receiver);
+    assert!(!out.status.success(), "a read-only state dir must fail the run");
+    let error = the_error_line(&out);
+    assert!(
+        error.contains(&fx.state.display().to_string()) && error.contains("writable"),
+        "names the state dir and the fix: {error}"
+    );
+
+    disk.remount("rw");
+    assert_success(&export(&fx, &receiver));
+    assert_eq!(receiver.backend_totals(), model.expected.totals());
+}
+
+/// `ln -sfn`: the link replaced in one rename, as a user or a sync tool would do it.
+fn point(link: &Path, target: &Path) {
+    let tmp = link.with_extension("new");
+    let _ = std::fs::remove_file(&tmp);
+    std::os::unix::fs::symlink(target, &tmp).unwrap();
+    std::fs::rename(&tmp, link).unwrap();
+}
+
+#[test]
+fn symlinked_stats_folder_repointed_counts_each_line_once() {
+    let fx = Fixture::new();
+    let (a, b) = (fx.root.path().join("a"), fx.root.path().join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    let link = fx.root.path().join("stats-link");
+    point(&link, &a);
+    let mut model = Model::default();
+    let mut generator = Generator::new(5);
+    let day = &days(1)[0];
+    let first = generator.day_file(day, 200);
+    std::fs::write(a.join(format!("{day}.jsonl")), &first).unwrap();
+    model.feed(first.as_bytes());
+
+    let port = free_port();
+    let link_arg = link.display().to_string();
+    let daemon = fx.spawn(&[
+        "--stats-dir",
+        &link_arg,
+        "--otlp",
+        "off",
+        "--poll-interval",
+        "200ms",
+        "--prometheus",
+        &format!("127.0.0.1:{port}"),
+    ]);
+    assert!(wait_until(Duration::from_secs(20), || scrape_totals(port)
+        == Some(model.expected.totals())));
+
+    // The other folder holds the same day (a synced copy) and more.
+    let more = generator.day_file(day, 100);
+    std::fs::write(b.join(format!("{day}.jsonl")), format!("{first}{more}")).unwrap();
+    model.feed(more.as_bytes());
+    point(&link, &b);
+    assert!(
+        wait_until(Duration::from_secs(20), || scrape_totals(port)
+            == Some(model.expected.totals())),
+        "after re-pointing: {:?}",
+        scrape_totals(port)
+    );
+    let (status, _, _) = daemon.terminate();
+    assert!(status.success());
+}
+
+/// Runs the binary and returns its output and its peak resident memory in MiB.
+#[cfg(target_os = "linux")]
+#[allow(
+    clippy::zombie_processes,
+    reason = "reaped by wait4, which also reports its peak memory"
+)]
+fn run_measured(fx: &Fixture, args: &[&str]) -> (std::process::ExitStatus, f64) {
+    use std::os::unix::process::ExitStatusExt;
+    let child = fx
+        .command(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut status = 0;
+    // SAFETY: wait4 on our own child's pid with valid out-pointers; the child is reaped here
+    // and its `Child` is never waited on again.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(pid, child.id() as i32);
+    (
+        std::process::ExitStatus::from_raw(status),
+        usage.ru_maxrss as f64 / 1024.0,
+    )
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn a_ten_megabyte_line_is_counted_once_in_bounded_memory() {
+    let fx = Fixture::new();
+    let mut model = Model::default();
+    let mut generator = Generator::new(6);
+    let day = &days(1)[0];
+    let before = generator.day_file(day, 50);
+    // A usage row carrying 10 MB of text in a field the exporter does not read.
+    let huge = format!(
+        r#"{{"ts":"{day}T10:00:00Z","model":"deepseek-chat","source":"cli","total":77,"transcript":"{}"}}"#,
+        "x".repeat(10 << 20)
+    );
+    let after = generator.day_file(day, 50);
+    let text = format!("{before}{huge}\n{after}");
+    fx.append(&format!("{day}.jsonl"), text.as_bytes());
+    model.feed(text.as_bytes());
+
+    let (status, peak_mib) = run_measured(&fx, &["once", "--otlp", "off"]);
+    assert!(status.success());
+    assert_eq!(fx.status(), model.expected.status_json());
+    assert!(peak_mib < 64.0, "peak RSS {peak_mib:.1} MiB for a 10 MB line");
+    // Again: nothing new, nothing added.
+    fx.ingest();
+    assert_eq!(fx.status(), model.expected.status_json());
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn five_thousand_day_files_are_read_exactly_in_bounded_memory() {
+    let fx = Fixture::new();
+    let mut model = Model::default();
+    let mut generator = Generator::new(7);
+    for day in days(5000) {
+        let text = generator.day_file(&day, 2);
+        fx.append(&format!("{day}.jsonl"), text.as_bytes());
+        model.feed(text.as_bytes());
+    }
+    let (status, peak_mib) = run_measured(&fx, &["once", "--otlp", "off"]);
+    assert!(status.success());
+    assert_eq!(fx.status(), model.expected.status_json());
+    assert!(peak_mib < 64.0, "peak RSS {peak_mib:.1} MiB for 5,000 files");
+
+    // An idle pass over 5,000 unchanged files opens none of them.
+    let out = fx.ingest();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        log.contains("ingested 0 new lines") && log.contains("from 0 of 5000 files"),
+        "{log}"
+    );
+}
+
+#[test]
+fn bytes_that_are_not_utf8_and_nul_bytes_are_counted_or_rejected_once() {
+    let fx = Fixture::new();
+    let mut model = Model::default();
+    let day = &days(1)[0];
+    let mut text: Vec<u8> = Vec::new();
+    // Invalid UTF-8 inside a label value: kept, one U+FFFD per bad byte (as Go's decoder does).
+    text.extend_from_slice(format!(r#"{{"ts":"{day}T01:00:00Z","model":"deep"#).as_bytes());
+    text.extend_from_slice(b"\xff\xfe");
+    text.extend_from_slice(br#"seek","source":"cli","total":10}"#);
+    text.push(b'\n');
+    // A raw NUL inside a string is not JSON: rejected.
+    text.extend_from_slice(format!(r#"{{"ts":"{day}T02:00:00Z","model":"a"#).as_bytes());
+    text.push(0);
+    text.extend_from_slice(br#"b","total":20}"#);
+    text.push(b'\n');
+    // A line of NULs (what a crash can leave in a preallocated block): rejected, not blank.
+    text.extend_from_slice(&[0u8; 64]);
+    text.push(b'\n');
+    // And a normal line after all that.
+    text.extend_from_slice(
+        format!(r#"{{"ts":"{day}T03:00:00Z","model":"ok","source":"cli","total":30}}"#).as_bytes(),
+    );
+    text.push(b'\n');
+    fx.append(&format!("{day}.jsonl"), &text);
+    model.feed(&text);
+
+    fx.ingest();
+    assert_eq!(fx.status(), model.expected.status_json());
+    assert_eq!(model.expected.rejected, 2);
+    // A second pass, and a copy of the file: nothing more.
+    std::fs::copy(fx.path(&format!("{day}.jsonl")), fx.path("copy.jsonl")).unwrap();
+    model.feed(&text);
+    fx.ingest();
+    assert_eq!(fx.status(), model.expected.status_json());
+}
