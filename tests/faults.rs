@@ -81,16 +81,6 @@ fn ledger(fx: &Fixture, model: &mut Model, generator: &mut Generator, lines: usi
     }
 }
 
-fn export(fx: &Fixture, receiver: &Receiver) -> std::process::Output {
-    fx.run(&[
-        "once",
-        "--otlp-endpoint",
-        &receiver.endpoint,
-        "--otlp-protocol",
-        receiver.protocol,
-    ])
-}
-
 #[test]
 fn full_disk_under_the_state_dir_is_a_clear_error_and_nothing_is_lost_or_doubled() {
     let fx = Fixture::new();
@@ -101,7 +91,7 @@ fn full_disk_under_the_state_dir_is_a_clear_error_and_nothing_is_lost_or_doubled
     let mut model = Model::default();
     let mut generator = Generator::new(3);
     ledger(&fx, &mut model, &mut generator, 1000);
-    assert_success(&export(&fx, &receiver));
+    assert_success(&fx.export_to(&receiver));
     assert_eq!(receiver.backend_totals(), model.expected.totals());
 
     // Fill the disk but for a few kilobytes, then give the exporter more to store.
@@ -109,7 +99,7 @@ fn full_disk_under_the_state_dir_is_a_clear_error_and_nothing_is_lost_or_doubled
     let room = disk.available().saturating_sub(16 << 10);
     std::fs::write(&ballast, vec![0u8; room as usize]).unwrap();
     ledger(&fx, &mut model, &mut generator, 3000);
-    let out = export(&fx, &receiver);
+    let out = fx.export_to(&receiver);
     assert!(!out.status.success(), "a full disk must fail the run");
     let error = the_error_line(&out);
     assert!(
@@ -120,9 +110,9 @@ fn full_disk_under_the_state_dir_is_a_clear_error_and_nothing_is_lost_or_doubled
 
     // Room again: the next run delivers exactly what is missing.
     std::fs::remove_file(&ballast).unwrap();
-    assert_success(&export(&fx, &receiver));
+    assert_success(&fx.export_to(&receiver));
     assert_eq!(receiver.backend_totals(), model.expected.totals());
-    assert_success(&export(&fx, &receiver));
+    assert_success(&fx.export_to(&receiver));
     assert_eq!(
         receiver.backend_totals(),
         model.expected.totals(),
@@ -140,11 +130,11 @@ fn read_only_state_dir_is_a_clear_error_and_nothing_is_lost_or_doubled() {
     let mut model = Model::default();
     let mut generator = Generator::new(4);
     ledger(&fx, &mut model, &mut generator, 300);
-    assert_success(&export(&fx, &receiver));
+    assert_success(&fx.export_to(&receiver));
 
     disk.remount("ro");
     ledger(&fx, &mut model, &mut generator, 300);
-    let out = export(&fx, &receiver);
+    let out = fx.export_to(&receiver);
     assert!(!out.status.success(), "a read-only state dir must fail the run");
     let error = the_error_line(&out);
     assert!(
@@ -153,7 +143,7 @@ fn read_only_state_dir_is_a_clear_error_and_nothing_is_lost_or_doubled() {
     );
 
     disk.remount("rw");
-    assert_success(&export(&fx, &receiver));
+    assert_success(&fx.export_to(&receiver));
     assert_eq!(receiver.backend_totals(), model.expected.totals());
 }
 

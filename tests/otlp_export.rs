@@ -24,16 +24,6 @@ fn realistic_ledger(fx: &Fixture, model: &mut Model, seed: u64) {
     }
 }
 
-fn export(fx: &Fixture, receiver: &Receiver) -> std::process::Output {
-    fx.run(&[
-        "once",
-        "--otlp-endpoint",
-        &receiver.endpoint,
-        "--otlp-protocol",
-        receiver.protocol,
-    ])
-}
-
 fn check_delivers_exact_totals(receiver: Receiver) {
     let fx = Fixture::new();
     let mut model = Model::default();
@@ -44,12 +34,12 @@ fn check_delivers_exact_totals(receiver: Receiver) {
     let (head, tail) = torn.split_at(30);
     fx.append("2026-08-03.jsonl", head.as_bytes());
 
-    assert_success(&export(&fx, &receiver));
+    assert_success(&fx.export_to(&receiver));
     assert_eq!(receiver.backend_totals(), model.expected.totals());
     check_metric_shape(&receiver);
 
     // Nothing new: nothing added.
-    assert_success(&export(&fx, &receiver));
+    assert_success(&fx.export_to(&receiver));
     assert_eq!(receiver.backend_totals(), model.expected.totals());
 
     // Appended lines, the torn line completed, a new day, a copied day: exactly the new lines.
@@ -61,13 +51,13 @@ fn check_delivers_exact_totals(receiver: Receiver) {
     let new_day = generator.day_file("2026-08-09", 30);
     fx.append("2026-08-09.jsonl", new_day.as_bytes());
     model.feed(new_day.as_bytes());
-    assert_success(&export(&fx, &receiver));
+    assert_success(&fx.export_to(&receiver));
     assert_eq!(receiver.backend_totals(), model.expected.totals());
 
     let copy = std::fs::read(fx.path("2026-08-01.jsonl")).unwrap();
     fx.append("2026-08-01 (1).jsonl", &copy);
     model.feed(&copy);
-    assert_success(&export(&fx, &receiver));
+    assert_success(&fx.export_to(&receiver));
     assert_eq!(receiver.backend_totals(), model.expected.totals());
 
     // A moved home: the same files elsewhere, plus one more day.
@@ -173,7 +163,7 @@ fn failed_export_exits_non_zero_and_is_delivered_next_time() {
     realistic_ledger(&fx, &mut model, 5);
 
     receiver.refuse(true);
-    let out = export(&fx, &receiver);
+    let out = fx.export_to(&receiver);
     assert!(!out.status.success(), "a refused export must fail the run");
     let stderr = String::from_utf8_lossy(&out.stderr);
     let last = stderr.lines().last().unwrap_or_default();
@@ -185,7 +175,7 @@ fn failed_export_exits_non_zero_and_is_delivered_next_time() {
     assert_eq!(fx.status(), model.expected.status_json());
 
     receiver.refuse(false);
-    assert_success(&export(&fx, &receiver));
+    assert_success(&fx.export_to(&receiver));
     assert_eq!(receiver.backend_totals(), model.expected.totals());
 }
 
@@ -204,7 +194,7 @@ fn unreachable_collector_fails_with_one_line_and_nothing_lost() {
     common::the_error_line(&out);
 
     let receiver = Receiver::http();
-    assert_success(&export(&fx, &receiver));
+    assert_success(&fx.export_to(&receiver));
     assert_eq!(receiver.backend_totals(), model.expected.totals());
 }
 
@@ -300,7 +290,7 @@ fn check_late_answer_is_replayed_exactly(receiver: Receiver) {
     let more = Generator::new(4).day_file("2026-08-03", 40);
     fx.append("2026-08-03.jsonl", more.as_bytes());
     model.feed(more.as_bytes());
-    let out = export(&fx, &receiver);
+    let out = fx.export_to(&receiver);
     assert_success(&out);
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("re-sent"),

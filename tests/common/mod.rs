@@ -82,6 +82,17 @@ impl Fixture {
         self.command(args).output().expect("run the exporter")
     }
 
+    /// `once`, exporting to `receiver` with its protocol.
+    pub fn export_to(&self, receiver: &receiver::Receiver) -> Output {
+        self.run(&[
+            "once",
+            "--otlp-endpoint",
+            &receiver.endpoint,
+            "--otlp-protocol",
+            receiver.protocol,
+        ])
+    }
+
     /// `once --otlp off`, which must succeed.
     pub fn ingest(&self) -> Output {
         let out = self.run(&["once", "--otlp", "off"]);
