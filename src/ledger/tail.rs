@@ -61,26 +61,7 @@ impl Tail {
             }
         };
         self.read += n as u64;
-        let fresh = &buf[..n];
-        let Some(last_newline) = memchr::memrchr(b'\n', fresh) else {
-            self.pending.extend_from_slice(fresh);
-            return Ok(n);
-        };
-        let mut ends = memchr::memchr_iter(b'\n', &fresh[..=last_newline]);
-        // The first line may have started in an earlier chunk: complete it in `pending`.
-        let first_end = ends.next().unwrap_or(last_newline);
-        self.pending.extend_from_slice(&fresh[..first_end]);
-        let mut lines: Vec<&[u8]> = Vec::with_capacity(n / 256 + 1);
-        lines.push(&self.pending);
-        let mut start = first_end + 1;
-        for end in ends {
-            lines.push(&fresh[start..end]);
-            start = end + 1;
-        }
-        on_lines(&lines);
-        drop(lines);
-        self.pending.clear();
-        self.pending.extend_from_slice(&fresh[last_newline + 1..]);
+        split_lines(&mut self.pending, &buf[..n], on_lines);
         self.consumed = self.read - self.pending.len() as u64;
         Ok(n)
     }
@@ -100,6 +81,32 @@ impl Tail {
         };
         Checkpoint::take(&self.file, stat, self.consumed, self.read)
     }
+}
+
+/// Splits a freshly read chunk into the lines it completes and calls `on_lines` once with them
+/// (without their `\n`), in order, when there is at least one. The first line starts with
+/// `pending`, the bytes after the last `\n` of earlier chunks; what follows this chunk's last
+/// `\n` is left in `pending` for the next one.
+pub fn split_lines(pending: &mut Vec<u8>, fresh: &[u8], on_lines: impl FnOnce(&[&[u8]])) {
+    let Some(last_newline) = memchr::memrchr(b'\n', fresh) else {
+        pending.extend_from_slice(fresh);
+        return;
+    };
+    let mut ends = memchr::memchr_iter(b'\n', &fresh[..=last_newline]);
+    // The first line may have started in an earlier chunk: complete it in `pending`.
+    let first_end = ends.next().unwrap_or(last_newline);
+    pending.extend_from_slice(&fresh[..first_end]);
+    let mut lines: Vec<&[u8]> = Vec::with_capacity(fresh.len() / 256 + 1);
+    lines.push(pending.as_slice());
+    let mut start = first_end + 1;
+    for end in ends {
+        lines.push(&fresh[start..end]);
+        start = end + 1;
+    }
+    on_lines(&lines);
+    drop(lines);
+    pending.clear();
+    pending.extend_from_slice(&fresh[last_newline + 1..]);
 }
 
 fn open_read_only(path: &Path) -> io::Result<File> {

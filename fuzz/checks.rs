@@ -1,0 +1,68 @@
+//! What the fuzz targets check, shared with `tests/fuzz_corpus.rs`, which replays the committed
+//! corpus on stable Rust in every CI run.
+
+// Each fuzz target uses one of these.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+
+use reasonix_exporter::ledger::decode::{Decoded, decode};
+use reasonix_exporter::ledger::tail::split_lines;
+use serde::de::IgnoredAny;
+
+/// The line decoder on any bytes: no panic, the same answer twice, and nothing accepted that
+/// is not a JSON object (checked against serde_json's own parser, invalid UTF-8 replaced, values
+/// only skipped: like Go's decoder, a field nobody reads may hold `1e999999`).
+pub fn decode_line(data: &[u8]) {
+    let first = format!("{:?}", decode(data));
+    assert_eq!(first, format!("{:?}", decode(data)), "decode is deterministic");
+    if let Decoded::Row(_) = decode(data) {
+        let text = String::from_utf8_lossy(data);
+        let parsed = serde_json::from_str::<BTreeMap<String, IgnoredAny>>(&text);
+        assert!(
+            parsed.is_ok(),
+            "accepted a line that is not a JSON object: {text:?}"
+        );
+    }
+}
+
+/// The tailer's line splitting: however the bytes are cut into chunks (the first input byte
+/// chooses the cuts), the lines handed out are exactly the input's lines, in order, and what
+/// follows the last `\n` is held back.
+pub fn tail_chunks(data: &[u8]) {
+    let Some((&seed, input)) = data.split_first() else {
+        return;
+    };
+    let mut pending = Vec::new();
+    let mut lines: Vec<Vec<u8>> = Vec::new();
+    let mut at = 0;
+    let mut step = 0usize;
+    while at < input.len() {
+        // Chunk sizes from 1 byte to 64, varied by the seed.
+        let size = 1 + (usize::from(seed).wrapping_mul(31).wrapping_add(step * 7) % 64);
+        let end = (at + size).min(input.len());
+        split_lines(&mut pending, &input[at..end], |complete| {
+            lines.extend(complete.iter().map(|l| l.to_vec()));
+        });
+        at = end;
+        step += 1;
+    }
+    let (complete, rest) = match memchr_last(input) {
+        Some(last) => (&input[..last], &input[last + 1..]),
+        None => (&input[..0], input),
+    };
+    let want: Vec<&[u8]> = if memchr_last(input).is_some() {
+        complete.split(|b| *b == b'\n').collect()
+    } else {
+        Vec::new()
+    };
+    assert_eq!(lines.iter().map(Vec::as_slice).collect::<Vec<_>>(), want);
+    assert_eq!(pending, rest);
+    for line in &lines {
+        decode_line(line);
+    }
+}
+
+fn memchr_last(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().rposition(|b| *b == b'\n')
+}
