@@ -314,3 +314,111 @@ fn bytes_that_are_not_utf8_and_nul_bytes_are_counted_or_rejected_once() {
     fx.ingest();
     assert_eq!(fx.status(), model.expected.status_json());
 }
+
+/// Runs the daemon as `nobody` (root reads everything, whatever the permissions say).
+fn as_nobody() -> Option<[&'static str; 4]> {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let setpriv = Command::new("setpriv").arg("--version").output().is_ok();
+    if !(root && setpriv) {
+        eprintln!("needs root and setpriv to run the daemon as another user: skipping");
+        return None;
+    }
+    Some(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+}
+
+fn chmod(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+#[test]
+fn unreadable_stats_folder_and_file_then_readable_lose_nothing() {
+    let Some(setpriv) = as_nobody() else {
+        return;
+    };
+    let fx = Fixture::new();
+    let mut model = Model::default();
+    let mut generator = Generator::new(8);
+    ledger(&fx, &mut model, &mut generator, 100);
+    // The way down to the ledger open to `nobody`; the state dir its own.
+    for dir in [fx.root.path(), &fx.home, fx.stats.parent().unwrap()] {
+        chmod(dir, 0o755);
+    }
+    std::fs::create_dir_all(&fx.state).unwrap();
+    std::os::unix::fs::chown(&fx.state, Some(65534), Some(65534)).unwrap();
+    chmod(&fx.stats, 0o000);
+
+    let port = free_port();
+    let prometheus = format!("127.0.0.1:{port}");
+    let daemon = fx.spawn_via(
+        "setpriv",
+        &setpriv,
+        &[
+            "--otlp",
+            "off",
+            "--poll-interval",
+            "100ms",
+            "--prometheus",
+            &prometheus,
+        ],
+    );
+    assert!(wait_until(Duration::from_secs(10), || daemon
+        .log_text()
+        .contains("cannot be read")));
+    assert_eq!(scrape_totals(port), Some(Default::default()), "nothing read yet");
+
+    chmod(&fx.stats, 0o755);
+    assert!(wait_until(Duration::from_secs(10), || scrape_totals(port)
+        == Some(model.expected.totals())));
+
+    // One file unreadable for a while: the others go on; its lines come when it opens again.
+    let (first, locked_day, last) = (&days(3)[0], &days(3)[1], &days(3)[2]);
+    let locked = fx.path(&format!("{locked_day}.jsonl"));
+    let locked_before = std::fs::read(&locked).unwrap();
+    chmod(&locked, 0o000);
+    let more = generator.day_file(locked_day, 50);
+    fx.append(&format!("{locked_day}.jsonl"), more.as_bytes());
+    let other = generator.day_file(last, 50);
+    fx.append(&format!("{last}.jsonl"), other.as_bytes());
+    model.feed(more.as_bytes());
+    model.feed(other.as_bytes());
+    let mut without_locked = Model::default();
+    without_locked.feed(&std::fs::read(fx.path(&format!("{first}.jsonl"))).unwrap());
+    without_locked.feed(&locked_before);
+    without_locked.feed(&std::fs::read(fx.path(&format!("{last}.jsonl"))).unwrap());
+    assert!(
+        wait_until(Duration::from_secs(10), || scrape_totals(port)
+            == Some(without_locked.expected.totals())),
+        "the other files went on: {:?}",
+        scrape_totals(port)
+    );
+    // Let the outage last a few polls: it must still be one warning.
+    let polls_ended = |n: usize| {
+        let mut seen = std::collections::BTreeSet::new();
+        move || {
+            let body = common::http_get(port, "/metrics", None).unwrap_or_default();
+            let end = body
+                .lines()
+                .find(|l| l.starts_with("reasonix_exporter_last_poll_end_timestamp_seconds "))
+                .map(str::to_string);
+            seen.extend(end);
+            seen.len() >= n
+        }
+    };
+    assert!(wait_until(Duration::from_secs(10), polls_ended(4)));
+    chmod(&locked, 0o644);
+    assert!(wait_until(Duration::from_secs(10), || scrape_totals(port)
+        == Some(model.expected.totals())));
+
+    let (status, _, log) = daemon.terminate();
+    assert!(status.success(), "{log}");
+    // One warning and one note per outage, not one per poll.
+    assert_eq!(log.matches("stats dir").count(), 2, "{log}");
+    assert_eq!(log.matches("ledger files cannot be read").count(), 1, "{log}");
+    assert_eq!(
+        log.matches("every ledger file can be read again").count(),
+        1,
+        "{log}"
+    );
+}

@@ -201,3 +201,52 @@ fn only_top_level_stats_jsonl_files_are_opened_and_only_read_only() {
         assert!(!call.contains("O_CREAT") && !call.contains("O_TRUNC"), "{call}");
     }
 }
+
+/// Header values (bearer tokens, API keys) never reach a log line, at any log level, whether
+/// the collector takes the export, refuses it, or cannot be reached — over gRPC and HTTP.
+#[test]
+fn otlp_header_values_never_reach_a_log_line() {
+    const SECRET: &str = "s3cr3t-t0ken-4f9a";
+    let headers = format!("authorization=Bearer%20{SECRET},x-api-key={SECRET}");
+    for receiver in [Receiver::grpc(), Receiver::http()] {
+        let fx = Fixture::new();
+        plant(&fx);
+        let once = |endpoint: &str| {
+            fx.command(&[
+                "--log-level",
+                "trace",
+                "once",
+                "--otlp-endpoint",
+                endpoint,
+                "--otlp-protocol",
+                receiver.protocol,
+            ])
+            .env("OTEL_EXPORTER_OTLP_HEADERS", &headers)
+            .output()
+            .unwrap()
+        };
+        receiver.refuse(true);
+        let refused = once(&receiver.endpoint);
+        assert!(!refused.status.success());
+        receiver.refuse(false);
+        let delivered = once(&receiver.endpoint);
+        assert_success(&delivered);
+        // Something new to send, to a port nobody listens on.
+        fx.append_lines(
+            "2026-08-09.jsonl",
+            &[r#"{"ts":"2026-08-09T10:00:00Z","model":"deepseek-chat","source":"cli","total":5}"#],
+        );
+        let unreachable = once("http://127.0.0.1:9/v1/metrics");
+        assert!(!unreachable.status.success());
+        for out in [&refused, &delivered, &unreachable] {
+            for stream in [&out.stdout, &out.stderr] {
+                assert!(
+                    !contains(stream, SECRET.as_bytes()),
+                    "a header value was logged: {}",
+                    String::from_utf8_lossy(stream)
+                );
+            }
+        }
+        assert!(!delivered.stderr.is_empty(), "trace logging was on");
+    }
+}

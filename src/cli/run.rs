@@ -141,11 +141,13 @@ impl Daemon {
                         report.elapsed
                     );
                 }
-                if report.files_failed > 0 {
-                    tracing::warn!(
-                        "{} ledger files could not be read this time; retrying",
-                        report.files_failed
-                    );
+                // Once per outage, not once per poll.
+                match (self.last_poll.files_failed, report.files_failed) {
+                    (0, failed) if failed > 0 => tracing::warn!(
+                        "{failed} ledger files cannot be read (permissions?); retrying on every poll, their lines are counted once they can"
+                    ),
+                    (before, 0) if before > 0 => tracing::info!("every ledger file can be read again"),
+                    _ => {}
                 }
                 self.last_poll = report;
             }

@@ -166,15 +166,26 @@ impl Fixture {
     }
 
     pub fn spawn_with(&self, args: &[&str], env: &[(&str, &str)]) -> Daemon {
-        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let log = self.root.path().join(format!("daemon-{n}.log"));
         let mut all = vec!["run"];
         all.extend_from_slice(args);
         let mut cmd = self.command(&all);
         for (k, v) in env {
             cmd.env(k, v);
         }
+        self.start(cmd)
+    }
+
+    /// `run` started by `wrapper` (e.g. setpriv, to run as another user).
+    pub fn spawn_via(&self, wrapper: &str, wrapper_args: &[&str], args: &[&str]) -> Daemon {
+        let mut all = vec!["run"];
+        all.extend_from_slice(args);
+        self.start(self.command_via(wrapper, wrapper_args, &all))
+    }
+
+    fn start(&self, mut cmd: Command) -> Daemon {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let log = self.root.path().join(format!("daemon-{n}.log"));
         let child = cmd
             .stdout(std::process::Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
