@@ -5,9 +5,12 @@ use std::process::Command;
 
 fn main() {
     println!("cargo:rerun-if-env-changed=REASONIX_EXPORTER_GIT_COMMIT");
-    println!("cargo:rerun-if-changed=.git/HEAD");
-    println!("cargo:rerun-if-changed=.git/refs/heads");
-    println!("cargo:rerun-if-changed=.git/packed-refs");
+    // Only paths that exist: cargo treats a missing one as changed, on every build.
+    for path in [".git/HEAD", ".git/refs/heads", ".git/packed-refs"] {
+        if std::path::Path::new(path).exists() {
+            println!("cargo:rerun-if-changed={path}");
+        }
+    }
     let commit = std::env::var("REASONIX_EXPORTER_GIT_COMMIT")
         .ok()
         .filter(|c| !c.trim().is_empty())

@@ -258,3 +258,20 @@ impl Totals {
         Some(t)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sums_saturate_and_differences_stop_at_zero() {
+        let mut big = Totals::default();
+        big.set(Quantity::Total, u64::MAX - 1);
+        let mut five = Totals::default();
+        five.set(Quantity::Total, 5);
+        big.add(&five);
+        assert_eq!(big.get(Quantity::Total), u64::MAX, "pinned, never wrapped");
+        assert_eq!(five.minus(&big).get(Quantity::Total), 0, "never below zero");
+        assert_eq!(Totals::decode(&big.encode()), Some(big));
+    }
+}

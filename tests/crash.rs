@@ -122,3 +122,98 @@ fn kill_9_at_random_moments_then_one_clean_run_delivers_exact_totals_grpc() {
 fn kill_9_at_random_moments_then_one_clean_run_delivers_exact_totals_http() {
     kill_runs_then_finish(Receiver::http(), 22);
 }
+
+/// `run` while Reasonix writes (split writes, a line every few milliseconds): `kill -9` at random
+/// moments, SIGTERM now and then, a restart each time, and — with `flaky` — the collector
+/// refusing for stretches. Once the writer stops and a last daemon has caught up, the backend's
+/// sum over runs equals the contract's totals.
+fn daemon_killed_while_the_ledger_grows(receiver: Receiver, seed: u64, flaky: bool) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    let fx = Arc::new(Fixture::new());
+    let model = Arc::new(Mutex::new(Model::default()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (fx, model, stop) = (fx.clone(), model.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut generator = Generator::new(seed);
+            let mut rng = Rng::new(seed ^ 0x5EED);
+            let all_days = days(3);
+            while !stop.load(Ordering::SeqCst) {
+                let day = rng.pick(&all_days);
+                let line = format!("{}\n", generator.line(day));
+                // Reasonix's write can land in two pieces; the daemon may poll in between.
+                let cut = 1 + rng.below(line.len() as u64 - 1) as usize;
+                let name = format!("{day}.jsonl");
+                fx.append(&name, &line.as_bytes()[..cut]);
+                if rng.below(4) == 0 {
+                    std::thread::sleep(Duration::from_micros(rng.below(3000)));
+                }
+                fx.append(&name, &line.as_bytes()[cut..]);
+                model.lock().unwrap().line(line.trim_end().as_bytes());
+                std::thread::sleep(Duration::from_micros(500 + rng.below(4000)));
+            }
+        })
+    };
+
+    let args = [
+        "--otlp-endpoint",
+        &receiver.endpoint,
+        "--otlp-protocol",
+        receiver.protocol,
+        "--export-interval",
+        "100ms",
+        "--poll-interval",
+        "300ms",
+        "--prometheus",
+        "off",
+    ];
+    let mut rng = Rng::new(seed);
+    let (mut killed, mut stopped) = (0, 0);
+    for round in 0..16 {
+        if flaky {
+            // The collector goes down for some rounds and comes back for others.
+            receiver.refuse(round % 4 == 1 || round % 4 == 2);
+        }
+        let daemon = fx.spawn(&args);
+        std::thread::sleep(Duration::from_millis(50 + rng.below(400)));
+        if rng.below(4) == 0 {
+            let (status, _, log) = daemon.terminate();
+            assert!(status.success(), "SIGTERM: {log}");
+            stopped += 1;
+        } else {
+            daemon.kill9();
+            killed += 1;
+        }
+    }
+    stop.store(true, Ordering::SeqCst);
+    writer.join().unwrap();
+    receiver.refuse(false);
+
+    let want = model.lock().unwrap().expected.totals();
+    assert!(want.len() > 3, "the writer wrote");
+    let daemon = fx.spawn(&args);
+    let caught_up = common::wait_until(Duration::from_secs(30), || receiver.backend_totals() == want);
+    let (status, _, log) = daemon.terminate();
+    assert!(
+        caught_up,
+        "after {killed} kills and {stopped} stops the backend never matched; log:\n{log}"
+    );
+    assert!(status.success());
+    assert_eq!(
+        receiver.backend_totals(),
+        want,
+        "and nothing more after the last stop"
+    );
+}
+
+#[test]
+fn daemon_killed_at_random_while_the_ledger_grows_delivers_exact_totals() {
+    daemon_killed_while_the_ledger_grows(Receiver::http(), 61, false);
+}
+
+#[test]
+fn daemon_killed_at_random_with_the_collector_up_and_down_delivers_exact_totals() {
+    daemon_killed_while_the_ledger_grows(Receiver::grpc(), 62, true);
+}
