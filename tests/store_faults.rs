@@ -47,3 +47,58 @@ fn corrupted_store_is_refused_with_its_path_and_the_fix_then_reset_rebuilds_it_e
         "rebuilt from the ledger, exactly"
     );
 }
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// A store that lost exports it had recorded (an older copy put back, or a truncated log that
+/// sled reopens as an older state) cannot say what the collector has: refused, never guessed.
+#[test]
+fn store_older_than_its_exports_is_refused_then_reset_rebuilds_it() {
+    let fx = Fixture::new();
+    let receiver = common::receiver::Receiver::http();
+    let mut model = Model::default();
+    let mut generator = Generator::new(52);
+    let text = generator.day_file("2026-08-01", 200);
+    fx.append("2026-08-01.jsonl", text.as_bytes());
+    model.feed(text.as_bytes());
+    common::assert_success(&fx.export_to(&receiver));
+    let backup = fx.root.path().join("store-backup");
+    copy_dir(&fx.state.join("store"), &backup);
+
+    let more = generator.day_file("2026-08-02", 100);
+    fx.append("2026-08-02.jsonl", more.as_bytes());
+    model.feed(more.as_bytes());
+    common::assert_success(&fx.export_to(&receiver));
+    assert_eq!(receiver.backend_totals(), model.expected.totals());
+
+    // The older copy put back in place of the store.
+    std::fs::remove_dir_all(fx.state.join("store")).unwrap();
+    copy_dir(&backup, &fx.state.join("store"));
+    let out = fx.export_to(&receiver);
+    assert!(!out.status.success(), "an older store must be refused");
+    let error = common::the_error_line(&out);
+    assert!(
+        error.contains("restored from an older copy") && error.contains("--reset-state"),
+        "{error}"
+    );
+    assert_eq!(
+        receiver.data_requests().len(),
+        2,
+        "nothing was sent from the older store"
+    );
+
+    let out = fx.run(&["--reset-state", "once", "--otlp", "off"]);
+    common::assert_success(&out);
+    assert_eq!(fx.status(), model.expected.status_json());
+}

@@ -34,6 +34,8 @@ const KEY_VERSION: &[u8] = b"version";
 const KEY_CREATED: &[u8] = b"created";
 const KEY_COUNTS: &[u8] = b"counts";
 const KEY_PENDING: &[u8] = b"pending";
+/// How many exports were ever begun: the marker outside sled records it too (see `load`).
+const KEY_EXPORTS: &[u8] = b"exports";
 const PREFIX_TOTALS: &[u8] = b"t/";
 const PREFIX_DELIVERED: &[u8] = b"d/";
 const PREFIX_CHECKPOINT: &[u8] = b"c/";
@@ -234,6 +236,9 @@ pub struct Store {
     checkpoints: HashMap<OsString, Checkpoint>,
     counts: IngestCounts,
     pending: Option<PendingExport>,
+    /// Exports ever begun, as committed in sled.
+    exports: u64,
+    marker: PathBuf,
     _lock: StateLock,
 }
 
@@ -284,6 +289,8 @@ impl Store {
             checkpoints: HashMap::new(),
             counts: IngestCounts::default(),
             pending: None,
+            exports: 0,
+            marker: marker.clone(),
             _lock: lock,
         };
         store.load(&marker, existed)?;
@@ -300,7 +307,7 @@ impl Store {
         };
         let recorded = match std::fs::read_to_string(marker) {
             Ok(_) if !existed => None,
-            Ok(text) => Some(text.trim().parse::<u64>().map_err(|_| StoreError::Corrupt {
+            Ok(text) => Some(Marker::parse(&text).ok_or_else(|| StoreError::Corrupt {
                 path: self.path.clone(),
                 detail: format!("unreadable marker {}", marker.display()),
             })?),
@@ -333,7 +340,13 @@ impl Store {
                 init.insert(KEY_CREATED, &created_ns.to_le_bytes());
                 self.db.apply_batch(init).map_err(|e| sled_error(&self.path, e))?;
                 self.db.flush().map_err(|e| sled_error(&self.path, e))?;
-                return write_marker(marker, created_ns);
+                return write_marker(
+                    marker,
+                    Marker {
+                        created_ns,
+                        exports: 0,
+                    },
+                );
             }
             None => return Err(corrupt("format version")),
             Some(v) => {
@@ -357,15 +370,38 @@ impl Store {
                 .map_err(|_| corrupt("creation time"))?,
         );
         self.created = SystemTime::UNIX_EPOCH + std::time::Duration::from_nanos(nanos);
+        if let Some(bytes) = self.get(KEY_EXPORTS)? {
+            self.exports =
+                u64::from_le_bytes(bytes.as_ref().try_into().map_err(|_| corrupt("export count"))?);
+        }
         match recorded {
-            Some(recorded) if recorded != nanos => {
+            Some(recorded) if recorded.created_ns != nanos => {
                 return Err(StoreError::Corrupt {
                     path: self.path.clone(),
                     detail: format!("it is not the store {} says was created here", marker.display()),
                 });
             }
+            // The store lost committed exports: truncated, or an older copy put back. What was
+            // delivered since is unknown, and guessing could count an export twice.
+            Some(recorded) if recorded.exports > self.exports => {
+                return Err(StoreError::Corrupt {
+                    path: self.path.clone(),
+                    detail: format!(
+                        "it records {} exports but {} says {} were sent: it was truncated or restored from an older copy",
+                        self.exports,
+                        marker.display(),
+                        recorded.exports
+                    ),
+                });
+            }
             // A store from before the marker existed, or a crash right after creating it.
-            None => write_marker(marker, nanos)?,
+            None => write_marker(
+                marker,
+                Marker {
+                    created_ns: nanos,
+                    exports: self.exports,
+                },
+            )?,
             Some(_) => {}
         }
         if let Some(bytes) = self.get(KEY_COUNTS)? {
@@ -498,13 +534,25 @@ impl Store {
     /// under a new start time. Everything else is safe to lose to a power cut (a lost commit is
     /// read again, a lost `finish_export` replays the same bytes), so only this write pays for
     /// an `fsync`; it also makes every earlier commit durable.
+    ///
+    /// The marker beside the store then records the number of exports begun, so that a store
+    /// that later loses this write (truncated, or an older copy put back) is refused rather than
+    /// trusted: see `load`.
     pub fn begin_export(&mut self, pending: PendingExport) -> Result<(), StoreError> {
+        let exports = self.exports + 1;
         let mut write = sled::Batch::default();
         write.insert(KEY_PENDING, pending.encode());
+        write.insert(KEY_EXPORTS, &exports.to_le_bytes());
         self.apply(write)?;
         self.sync_to_disk()?;
+        self.exports = exports;
         self.pending = Some(pending);
-        Ok(())
+        let created_ns = self
+            .created
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos() as u64;
+        write_marker(&self.marker, Marker { created_ns, exports })
     }
 
     /// `fsync`s the store's files. sled's `flush` only waits for its data ranges
@@ -621,14 +669,36 @@ impl Store {
     }
 }
 
-/// Records, outside sled, that a store created at `created_ns` lives in this state dir.
-fn write_marker(marker: &Path, created_ns: u64) -> Result<(), StoreError> {
+/// What the marker beside the store (outside sled) records: which store was created here, and
+/// how many exports it had begun. Written as `<created_ns> <exports>`; a marker from before the
+/// export count holds the creation time alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Marker {
+    created_ns: u64,
+    exports: u64,
+}
+
+impl Marker {
+    fn parse(text: &str) -> Option<Marker> {
+        let mut fields = text.split_whitespace();
+        let created_ns = fields.next()?.parse().ok()?;
+        let exports = match fields.next() {
+            Some(n) => n.parse().ok()?,
+            None => 0,
+        };
+        fields.next().is_none().then_some(Marker { created_ns, exports })
+    }
+}
+
+/// Replaces the marker atomically (written, synced, renamed over the old one).
+fn write_marker(marker: &Path, content: Marker) -> Result<(), StoreError> {
     let io_error = |source| StoreError::Io {
         path: marker.to_path_buf(),
         error: source,
     };
     let tmp = marker.with_extension("tmp");
-    std::fs::write(&tmp, format!("{created_ns}\n")).map_err(io_error)?;
+    let Marker { created_ns, exports } = content;
+    std::fs::write(&tmp, format!("{created_ns} {exports}\n")).map_err(io_error)?;
     std::fs::File::open(&tmp)
         .and_then(|f| f.sync_all())
         .map_err(io_error)?;
@@ -667,6 +737,29 @@ fn sled_error(path: &Path, error: sled::Error) -> StoreError {
 mod tests {
     use super::*;
     use crate::ledger::timestamp::day_of_rfc3339;
+
+    #[test]
+    fn marker_reads_both_of_its_formats_and_nothing_else() {
+        let old = Marker::parse("1764500000123456789\n");
+        assert_eq!(
+            old,
+            Some(Marker {
+                created_ns: 1764500000123456789,
+                exports: 0
+            })
+        );
+        let new = Marker::parse("17 42\n");
+        assert_eq!(
+            new,
+            Some(Marker {
+                created_ns: 17,
+                exports: 42
+            })
+        );
+        for bad in ["", "x", "17 x", "17 42 9"] {
+            assert_eq!(Marker::parse(bad), None, "{bad:?}");
+        }
+    }
 
     #[test]
     fn a_format_1_store_is_migrated_and_still_knows_its_lines() {
