@@ -422,3 +422,79 @@ fn unreadable_stats_folder_and_file_then_readable_lose_nothing() {
         "{log}"
     );
 }
+
+/// libfaketime's preload library for threaded programs, when installed (Debian: `faketime`).
+fn libfaketime() -> Option<PathBuf> {
+    let dirs = std::fs::read_dir("/usr/lib").ok()?.flatten().map(|e| e.path());
+    dirs.chain([PathBuf::from("/usr/lib")])
+        .map(|dir| dir.join("faketime/libfaketimeMT.so.1"))
+        .find(|lib| lib.exists())
+}
+
+/// The wall clock set back (libfaketime, preloaded): runs that start "earlier" than the ones
+/// before them still deliver exactly, `once` and `run` alike, and nothing panics.
+#[test]
+fn clock_moved_backwards_still_delivers_exact_totals() {
+    let Some(lib) = libfaketime() else {
+        eprintln!("libfaketime is not installed (.ci/run installs it): skipping");
+        return;
+    };
+    let lib = lib.display().to_string();
+    let clock = |offset: &'static str| {
+        [
+            ("LD_PRELOAD", lib.clone()),
+            ("FAKETIME", offset.to_string()),
+            ("FAKETIME_DONT_FAKE_MONOTONIC", "1".to_string()),
+        ]
+    };
+    let fx = Fixture::new();
+    let receiver = Receiver::http();
+    let mut model = Model::default();
+    let mut generator = Generator::new(9);
+    let all_days = days(3);
+    let mut add = |fx: &Fixture, model: &mut Model, day: &str| {
+        let text = generator.day_file(day, 100);
+        fx.append(&format!("{day}.jsonl"), text.as_bytes());
+        model.feed(text.as_bytes());
+    };
+    add(&fx, &mut model, &all_days[0]);
+    assert_success(&fx.export_to(&receiver));
+
+    // Two days back.
+    add(&fx, &mut model, &all_days[1]);
+    let mut once = fx.command(&["once", "--otlp-endpoint", &receiver.endpoint]);
+    once.envs(clock("-2d"));
+    let out = once.output().unwrap();
+    assert_success(&out);
+    let today = Command::new("date").args(["-u", "+%F"]).output().unwrap().stdout;
+    let today = String::from_utf8_lossy(&today).trim().to_string();
+    let logged = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(
+        !logged.is_empty() && !logged.starts_with(&today),
+        "the clock was moved: {logged}"
+    );
+    assert_eq!(receiver.backend_totals(), model.expected.totals());
+
+    // The daemon three days back, with lines arriving while it runs.
+    let env = clock("-3d");
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let daemon = fx.spawn_with(
+        &[
+            "--otlp-endpoint",
+            &receiver.endpoint,
+            "--export-interval",
+            "100ms",
+            "--prometheus",
+            "off",
+        ],
+        &env,
+    );
+    add(&fx, &mut model, &all_days[2]);
+    assert!(wait_until(Duration::from_secs(20), || receiver.backend_totals()
+        == model.expected.totals()));
+    let (status, _, log) = daemon.terminate();
+    assert!(status.success(), "{log}");
+    // And back to the real time: nothing more, nothing less.
+    assert_success(&fx.export_to(&receiver));
+    assert_eq!(receiver.backend_totals(), model.expected.totals());
+}
