@@ -498,3 +498,58 @@ fn clock_moved_backwards_still_delivers_exact_totals() {
     assert_success(&fx.export_to(&receiver));
     assert_eq!(receiver.backend_totals(), model.expected.totals());
 }
+
+/// A day file deleted while `once` reads it: the open file is read to its end (Linux keeps a
+/// deleted file's bytes for whoever has it open) or, if the deletion came first, not at all —
+/// never half, never twice, and the run succeeds.
+#[test]
+#[cfg(target_os = "linux")]
+fn a_file_deleted_while_being_read_counts_all_or_nothing() {
+    let fx = Fixture::new();
+    let mut others = Model::default();
+    let mut generator = Generator::new(10);
+    let all_days = days(4);
+    for day in &all_days[..3] {
+        let text = generator.day_file(day, 200);
+        fx.append(&format!("{day}.jsonl"), text.as_bytes());
+        others.feed(text.as_bytes());
+    }
+    let big_name = format!("{}.jsonl", all_days[3]);
+    let big = generator.day_file(&all_days[3], 60_000);
+    fx.append(&big_name, big.as_bytes());
+    let big_path = fx.path(&big_name);
+
+    let mut child = fx
+        .command(&["once", "--otlp", "off"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Delete it the moment the exporter has it open (or once it is done, if it is faster).
+    let fd_dir = PathBuf::from(format!("/proc/{}/fd", child.id()));
+    let opened = wait_until(Duration::from_secs(20), || {
+        std::fs::read_dir(&fd_dir).is_ok_and(|fds| {
+            fds.flatten()
+                .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target == big_path))
+        }) || child.try_wait().unwrap().is_some()
+    });
+    assert!(opened);
+    std::fs::remove_file(&big_path).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_success(&out);
+
+    let mut with_big = Model::default();
+    for day in &all_days[..3] {
+        with_big.feed(&std::fs::read(fx.path(&format!("{day}.jsonl"))).unwrap());
+    }
+    with_big.feed(big.as_bytes());
+    let status = fx.status();
+    assert!(
+        status == others.expected.status_json() || status == with_big.expected.status_json(),
+        "neither nothing nor all of the deleted file: {}",
+        status["lines"]
+    );
+    // Nothing more later: the file is gone.
+    fx.ingest();
+    assert_eq!(fx.status(), status);
+}
