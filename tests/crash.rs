@@ -177,8 +177,16 @@ fn daemon_killed_while_the_ledger_grows(receiver: Receiver, seed: u64, flaky: bo
             receiver.refuse(round % 4 == 1 || round % 4 == 2);
         }
         let daemon = fx.spawn(&args);
+        let graceful = rng.below(4) == 0;
+        if graceful {
+            // SIGTERM is a graceful stop once the process has its handlers, which it installs
+            // first thing; before that (the first milliseconds of exec) it is the kernel's kill.
+            assert!(common::wait_until(Duration::from_secs(20), || daemon
+                .log_text()
+                .contains("watching")));
+        }
         std::thread::sleep(Duration::from_millis(50 + rng.below(400)));
-        if rng.below(4) == 0 {
+        if graceful {
             let (status, _, log) = daemon.terminate();
             assert!(status.success(), "SIGTERM: {log}");
             stopped += 1;
