@@ -395,3 +395,42 @@ fn second_instance_on_the_same_state_dir_exits_at_once() {
     assert!(stderr.contains("in use by another reasonix-exporter"), "{stderr}");
     drop(first);
 }
+
+/// Within one `run`, a series first seen after some exports starts at zero too (at the last
+/// export's time), and across `kill -9` and restarts a Prometheus-like reading of the points
+/// (one series per label set, drops read as restarts) adds up exactly.
+#[test]
+fn prometheus_sees_every_run_and_every_new_series_start_at_zero() {
+    let fx = Fixture::new();
+    let receiver = Receiver::grpc();
+    let mut model = Model::default();
+    let mut generator = Generator::new(34);
+    let port = free_port();
+    let args = daemon_args(&receiver, port);
+    let all_days = days(3);
+    for (round, day) in all_days.iter().enumerate() {
+        let daemon = fx.spawn(&strs(&args));
+        let text = generator.day_file(day, 100 * (round + 1));
+        fx.append(&format!("{day}.jsonl"), text.as_bytes());
+        model.feed(text.as_bytes());
+        assert!(wait_until(PATIENCE, || receiver.backend_totals() == model.expected.totals()));
+        // A model nobody used before, mid-run.
+        let line = format!(
+            r#"{{"ts":"{day}T12:00:00Z","model":"brand/new-{round}","source":"cli","prompt":7,"completion":3,"total":10}}"#
+        );
+        fx.append_lines(&format!("{day}.jsonl"), &[&line]);
+        model.line(line.as_bytes());
+        assert!(wait_until(PATIENCE, || receiver.backend_totals() == model.expected.totals()));
+        if round == 1 {
+            daemon.kill9();
+        } else {
+            let (status, _, log) = daemon.terminate();
+            assert!(status.success(), "{log}");
+        }
+        assert_eq!(
+            receiver.prometheus_view(),
+            model.expected.totals(),
+            "after round {round}"
+        );
+    }
+}

@@ -410,3 +410,29 @@ fn the_export_record_is_fsynced_before_the_export_is_sent() {
     );
     assert_eq!(receiver.data_requests().len(), 1);
 }
+
+/// A Prometheus-like backend keeps one series per label set and reads a drop as a restart. Each
+/// run's stream starts with a zero point, so `increase()` over everything equals the contract's
+/// totals across runs whose first values are above the previous runs' last ones, and for
+/// history backfilled before the first export.
+#[test]
+fn every_run_starts_at_zero_so_increase_over_runs_is_exact() {
+    let receiver = Receiver::http();
+    let fx = Fixture::new();
+    let mut model = Model::default();
+    let mut generator = Generator::new(71);
+    let all_days = days(4);
+    for day in &all_days {
+        // Each run sends more than the one before: without a zero point, no restart shows.
+        let text = generator.day_file(day, 50 * (1 + all_days.iter().position(|d| d == day).unwrap()));
+        fx.append(&format!("{day}.jsonl"), text.as_bytes());
+        model.feed(text.as_bytes());
+        assert_success(&fx.export_to(&receiver));
+        assert_eq!(receiver.prometheus_view(), model.expected.totals(), "after {day}");
+    }
+    assert_eq!(receiver.backend_totals(), model.expected.totals());
+    // A run with nothing new sends nothing, zeros included.
+    let before = receiver.data_requests().len();
+    assert_success(&fx.export_to(&receiver));
+    assert_eq!(receiver.data_requests().len(), before);
+}

@@ -15,16 +15,16 @@
 //! We build the request ourselves from the official `opentelemetry-proto` types because the OTel
 //! SDK owns a run's start time and cannot replay an earlier run's points; see the README.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use prost::Message;
 
-use super::payload::{self, Interval, Temporality};
+use super::payload::{self, Interval, Temporality, ZeroPoints};
 use super::self_metrics::SelfStats;
 use super::transport::{OtlpTarget, SendError, Transport};
-use crate::series::{AttrSet, Totals};
+use crate::series::{AttrSet, Quantity, Totals};
 use crate::store::{PendingExport, Store, StoreError};
 
 #[derive(Debug, thiserror::Error)]
@@ -53,12 +53,17 @@ pub struct Outgoing {
     kind: OutgoingKind,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 enum OutgoingKind {
     /// An earlier run's unconfirmed request, sent again byte for byte.
     Replay,
-    /// This run's counters, up to `end_ns`.
-    Fresh { end_ns: u64, points: usize },
+    /// This run's counters, up to `end_ns`; `started` are the (series, quantity) pairs it sends
+    /// for the first time in this run, with a zero point before them.
+    Fresh {
+        end_ns: u64,
+        points: usize,
+        started: Vec<(AttrSet, usize)>,
+    },
 }
 
 impl Outgoing {
@@ -76,8 +81,12 @@ pub struct OtlpExporter {
     run_start_ns: u64,
     /// Cumulative: `delivered` per series when this run's counting began.
     base: Option<BTreeMap<AttrSet, Totals>>,
-    /// Delta: where the next points' interval starts.
+    /// The last confirmed export's end: where a delta interval starts, and (cumulative) when a
+    /// series first sent later in the run was still zero.
     last_export_ns: u64,
+    /// Cumulative: the (series, quantity) pairs this run has delivered, each once preceded by a
+    /// zero point.
+    sent: BTreeSet<(AttrSet, usize)>,
 }
 
 impl OtlpExporter {
@@ -96,6 +105,7 @@ impl OtlpExporter {
             run_start_ns,
             base: None,
             last_export_ns: run_start_ns,
+            sent: BTreeSet::new(),
         })
     }
 
@@ -173,14 +183,33 @@ impl OtlpExporter {
             start_ns: self.run_start_ns,
             end_ns: now,
         };
+        let zeros = (self.temporality == Temporality::Cumulative).then_some(ZeroPoints {
+            sent: &self.sent,
+            at_ns: self.last_export_ns,
+        });
         let Some((request, points)) = payload::request(
             &self.resource,
             &values,
             self.temporality,
             interval,
             Some((health, run)),
+            zeros,
         ) else {
             return Ok(None);
+        };
+        let started = match zeros {
+            None => Vec::new(),
+            Some(_) => values
+                .iter()
+                .flat_map(|(attrs, totals)| {
+                    Quantity::ALL
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, q)| totals.get(**q) > 0)
+                        .map(|(index, _)| (attrs.clone(), index))
+                })
+                .filter(|key| !self.sent.contains(key))
+                .collect(),
         };
         let pending = PendingExport {
             run_start_ns: self.run_start_ns,
@@ -192,7 +221,11 @@ impl OtlpExporter {
         store.begin_export(pending)?;
         Ok(Some(Outgoing {
             request,
-            kind: OutgoingKind::Fresh { end_ns: now, points },
+            kind: OutgoingKind::Fresh {
+                end_ns: now,
+                points,
+                started,
+            },
         }))
     }
 
@@ -208,7 +241,17 @@ impl OtlpExporter {
                 store.finish_export()?;
                 return Ok(0);
             }
-            (OutgoingKind::Fresh { end_ns, points }, Ok(())) => (end_ns, points),
+            (
+                OutgoingKind::Fresh {
+                    end_ns,
+                    points,
+                    started,
+                },
+                Ok(()),
+            ) => {
+                self.sent.extend(started);
+                (end_ns, points)
+            }
             // Cumulative: left pending, to be replayed (or superseded) by the next export.
             (OutgoingKind::Replay, Err(e)) => return Err(self.send_error(e)),
             (OutgoingKind::Fresh { end_ns, .. }, Err(e)) => {

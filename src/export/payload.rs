@@ -1,7 +1,10 @@
 //! The OTLP request for a set of counter values: the eight metrics of contract §3, one data point
 //! per series and quantity with a value, all with the exporting run's start time.
+//!
+//! With cumulative temporality, a series' first point in a run is preceded by a zero point: the
+//! backend then sees each run's stream start at zero (see [`ZeroPoints`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, KeyValue, any_value};
@@ -21,6 +24,22 @@ pub enum Temporality {
     Delta,
 }
 
+/// Zero points for the series and quantities a run has not sent yet.
+///
+/// Each run is its own cumulative stream that starts at zero, but Prometheus-like backends keep one
+/// series per label set and only see a new stream when a value goes down: a run whose first value
+/// is above the previous run's last would look like a smaller increase, and history backfilled
+/// before the first export would look like none. An explicit 0 before a (series, quantity)'s first
+/// value in a run makes every start visible.
+#[derive(Debug, Clone, Copy)]
+pub struct ZeroPoints<'a> {
+    /// `(series, quantity index)` pairs this run already sent (and the collector confirmed).
+    pub sent: &'a BTreeSet<(AttrSet, usize)>,
+    /// When the zero holds: the run's start, or its last confirmed export for series that appear
+    /// later.
+    pub at_ns: u64,
+}
+
 /// The interval the points cover, in Unix nanoseconds.
 #[derive(Debug, Clone, Copy)]
 pub struct Interval {
@@ -36,29 +55,36 @@ pub fn request(
     temporality: Temporality,
     interval: Interval,
     health: Option<(&SelfStats, Interval)>,
+    zeros: Option<ZeroPoints<'_>>,
 ) -> Option<(ExportMetricsServiceRequest, usize)> {
     let mut points = 0;
     let mut metrics: Vec<Metric> = Quantity::ALL
         .iter()
-        .filter_map(|quantity| {
-            let data_points: Vec<NumberDataPoint> = values
-                .iter()
-                .filter(|(_, totals)| totals.get(*quantity) > 0)
-                .map(|(attrs, totals)| NumberDataPoint {
-                    attributes: attributes(attrs),
-                    start_time_unix_nano: interval.start_ns,
-                    time_unix_nano: interval.end_ns,
-                    // OTLP integers are signed: a sum past 2^63 is pinned, never wrapped.
-                    value: Some(number_data_point::Value::AsInt(
-                        i64::try_from(totals.get(*quantity)).unwrap_or(i64::MAX),
-                    )),
-                    ..NumberDataPoint::default()
-                })
-                .collect();
+        .enumerate()
+        .filter_map(|(index, quantity)| {
+            let point = |attrs: &AttrSet, time_ns: u64, value: u64| NumberDataPoint {
+                attributes: attributes(attrs),
+                start_time_unix_nano: interval.start_ns,
+                time_unix_nano: time_ns,
+                // OTLP integers are signed: a sum past 2^63 is pinned, never wrapped.
+                value: Some(number_data_point::Value::AsInt(
+                    i64::try_from(value).unwrap_or(i64::MAX),
+                )),
+                ..NumberDataPoint::default()
+            };
+            let mut data_points = Vec::new();
+            for (attrs, totals) in values.iter().filter(|(_, t)| t.get(*quantity) > 0) {
+                if let Some(zeros) = zeros
+                    && !zeros.sent.contains(&(attrs.clone(), index))
+                {
+                    data_points.push(point(attrs, zeros.at_ns, 0));
+                }
+                data_points.push(point(attrs, interval.end_ns, totals.get(*quantity)));
+                points += 1;
+            }
             if data_points.is_empty() {
                 return None;
             }
-            points += data_points.len();
             Some(Metric {
                 name: quantity.otlp_name().into(),
                 description: quantity.description().into(),

@@ -186,6 +186,50 @@ impl Receiver {
     }
 }
 
+impl Receiver {
+    /// What a Prometheus-like backend makes of the points: one series per label set (start times
+    /// are not labels), samples in time order, and `increase()` from the first sample, a drop
+    /// read as a counter reset. Exact only if every run's stream is seen to start at zero.
+    pub fn prometheus_view(&self) -> BTreeMap<Series, [u64; 8]> {
+        let mut samples: BTreeMap<(Series, usize), Vec<(u64, u64)>> = BTreeMap::new();
+        for req in self.requests() {
+            for metric in req
+                .resource_metrics
+                .iter()
+                .flat_map(|rm| &rm.scope_metrics)
+                .flat_map(|sm| &sm.metrics)
+            {
+                let (Some(q), Some(Data::Sum(sum))) = (quantity_of(&metric.name), &metric.data) else {
+                    continue;
+                };
+                for p in &sum.data_points {
+                    let Some(opentelemetry_proto::tonic::metrics::v1::number_data_point::Value::AsInt(v)) =
+                        p.value
+                    else {
+                        continue;
+                    };
+                    samples
+                        .entry((series_of(&p.attributes), q))
+                        .or_default()
+                        .push((p.time_unix_nano, v as u64));
+                }
+            }
+        }
+        let mut out: BTreeMap<Series, [u64; 8]> = BTreeMap::new();
+        for ((series, q), mut points) in samples {
+            points.sort();
+            points.dedup();
+            let increase: u64 = points
+                .windows(2)
+                .map(|w| if w[1].1 >= w[0].1 { w[1].1 - w[0].1 } else { w[1].1 })
+                .sum();
+            out.entry(series).or_insert([0; 8])[q] += increase;
+        }
+        out.retain(|_, v| v.iter().any(|x| *x > 0));
+        out
+    }
+}
+
 pub fn quantity_of(metric: &str) -> Option<usize> {
     let names = [
         "reasonix.prompt.tokens",
