@@ -1,10 +1,11 @@
 //! Fault injection (issue 6): what a machine does to a daemon — a full disk and a read-only file
-//! system under the state dir, a stats folder behind a symlink that is re-pointed, a 10 MB line,
-//! five thousand day files, bytes that are not UTF-8. Each ends with a clear message (or none
+//! system under the state dir, a stats folder or file it may not read, a stats folder behind a
+//! symlink that is re-pointed, a file deleted while it is read, a 10 MB line, five thousand day
+//! files, bytes that are not UTF-8, the clock set back. Each ends with a clear message (or none
 //! needed), nothing lost, nothing counted twice, and memory bounded.
 //!
-//! The file-system faults mount a small tmpfs, which needs root (CI runs as root); elsewhere
-//! they say so and skip.
+//! Some need root (a tmpfs mount, running the daemon as `nobody`) or libfaketime; CI has both
+//! (`.ci/run`), elsewhere those tests say what is missing and skip.
 
 mod common;
 
