@@ -24,7 +24,7 @@ use prost::Message;
 use super::payload::{self, Interval, Temporality, ZeroPoints};
 use super::self_metrics::SelfStats;
 use super::transport::{OtlpTarget, SendError, Transport};
-use crate::series::{AttrSet, Quantity, Totals};
+use crate::series::{AttrSet, Totals};
 use crate::store::{PendingExport, Store, StoreError};
 
 #[derive(Debug, thiserror::Error)]
@@ -187,7 +187,7 @@ impl OtlpExporter {
             sent: &self.sent,
             at_ns: self.last_export_ns,
         });
-        let Some((request, points)) = payload::request(
+        let Some(built) = payload::request(
             &self.resource,
             &values,
             self.temporality,
@@ -197,24 +197,10 @@ impl OtlpExporter {
         ) else {
             return Ok(None);
         };
-        let started = match zeros {
-            None => Vec::new(),
-            Some(_) => values
-                .iter()
-                .flat_map(|(attrs, totals)| {
-                    Quantity::ALL
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, q)| totals.get(**q) > 0)
-                        .map(|(index, _)| (attrs.clone(), index))
-                })
-                .filter(|key| !self.sent.contains(key))
-                .collect(),
-        };
         let pending = PendingExport {
             run_start_ns: self.run_start_ns,
             cumulative: self.temporality == Temporality::Cumulative,
-            request: request.encode_to_vec(),
+            request: built.request.encode_to_vec(),
             delivered_after: lifetime.clone(),
         };
         let request = std::sync::Arc::new(pending.request.clone());
@@ -223,8 +209,8 @@ impl OtlpExporter {
             request,
             kind: OutgoingKind::Fresh {
                 end_ns: now,
-                points,
-                started,
+                points: built.points,
+                started: built.zeroed,
             },
         }))
     }

@@ -40,6 +40,16 @@ pub struct ZeroPoints<'a> {
     pub at_ns: u64,
 }
 
+/// A built request.
+#[derive(Debug)]
+pub struct Built {
+    pub request: ExportMetricsServiceRequest,
+    /// Data points of the eight ledger metrics (zero points not counted).
+    pub points: usize,
+    /// The (series, quantity index) pairs that got a zero point.
+    pub zeroed: Vec<(AttrSet, usize)>,
+}
+
 /// The interval the points cover, in Unix nanoseconds.
 #[derive(Debug, Clone, Copy)]
 pub struct Interval {
@@ -56,8 +66,9 @@ pub fn request(
     interval: Interval,
     health: Option<(&SelfStats, Interval)>,
     zeros: Option<ZeroPoints<'_>>,
-) -> Option<(ExportMetricsServiceRequest, usize)> {
+) -> Option<Built> {
     let mut points = 0;
+    let mut zeroed = Vec::new();
     let mut metrics: Vec<Metric> = Quantity::ALL
         .iter()
         .enumerate()
@@ -78,6 +89,7 @@ pub fn request(
                     && !zeros.sent.contains(&(attrs.clone(), index))
                 {
                     data_points.push(point(attrs, zeros.at_ns, 0));
+                    zeroed.push((attrs.clone(), index));
                 }
                 data_points.push(point(attrs, interval.end_ns, totals.get(*quantity)));
                 points += 1;
@@ -122,7 +134,11 @@ pub fn request(
             ..ResourceMetrics::default()
         }],
     };
-    Some((request, points))
+    Some(Built {
+        request,
+        points,
+        zeroed,
+    })
 }
 
 fn attributes(attrs: &AttrSet) -> Vec<KeyValue> {
