@@ -7,5 +7,6 @@ pub mod cli;
 pub mod export;
 pub mod ingest;
 pub mod ledger;
+pub mod sandbox;
 pub mod series;
 pub mod store;

@@ -7,6 +7,7 @@ use tracing_subscriber::EnvFilter;
 use reasonix_exporter::cli::args::{Cli, Command, LogFormat, Options};
 use reasonix_exporter::cli::settings::{Settings, process_env};
 use reasonix_exporter::cli::{doctor, generate, once, run, status};
+use reasonix_exporter::sandbox;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -27,8 +28,14 @@ fn main() -> ExitCode {
 fn try_main(cli: Cli) -> anyhow::Result<()> {
     let settings = || Settings::resolve(&cli.options, &process_env);
     match cli.command.unwrap_or(Command::Run) {
-        Command::Run => runtime(true)?.block_on(run::run(&settings()?)),
-        Command::Once => runtime(false)?.block_on(once::once(&settings()?)),
+        Command::Run => {
+            let settings = sandboxed(settings()?)?;
+            runtime(true)?.block_on(run::run(&settings))
+        }
+        Command::Once => {
+            let settings = sandboxed(settings()?)?;
+            runtime(false)?.block_on(once::once(&settings))
+        }
         Command::Status { json } => status::status(&settings()?, json),
         Command::Doctor => runtime(false)?.block_on(doctor::doctor(&settings()?)),
         // Generated from the command line's definition alone: no settings, no store.
@@ -39,6 +46,14 @@ fn try_main(cli: Cli) -> anyhow::Result<()> {
             Ok(generate::print(&page)?)
         }
     }
+}
+
+/// Enters the sandbox (before the runtime starts any thread) and says how that went.
+fn sandboxed(settings: Settings) -> anyhow::Result<Settings> {
+    let (stats, state) = (&settings.stats_dir.value, &settings.state_dir.value);
+    let outcome = sandbox::enter(settings.sandbox.value, stats, state).map_err(|e| anyhow::anyhow!(e))?;
+    sandbox::log(&outcome, stats, state);
+    Ok(settings)
 }
 
 /// `--log-level` wins over `RUST_LOG`; info by default. Logs go to stderr, one line per event.

@@ -235,6 +235,55 @@ fn systemd_unit_verifies() {
     );
 }
 
+/// The unit's system-call filter, expanded by systemd itself, lets the exporter enter its own
+/// landlock sandbox (a filtered call would kill it with SIGSYS at start).
+#[test]
+fn systemd_unit_lets_the_exporter_sandbox_itself() {
+    if !installed("systemd-analyze") {
+        return;
+    }
+    fn expand(entry: &str, into: &mut std::collections::BTreeSet<String>) {
+        if !entry.starts_with('@') {
+            into.insert(entry.to_string());
+            return;
+        }
+        let out = Command::new("systemd-analyze")
+            .args(["syscall-filter", entry])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "systemd-analyze syscall-filter {entry}");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        for line in text.lines().filter(|l| l.starts_with("    ")) {
+            let name = line.trim();
+            if !name.starts_with('#') && !name.is_empty() {
+                expand(name, into);
+            }
+        }
+    }
+    let unit = read("systemd/reasonix-exporter.service");
+    let (mut allowed, mut denied) = (Default::default(), Default::default());
+    for filter in unit.lines().filter_map(|l| l.strip_prefix("SystemCallFilter=")) {
+        let (set, names) = match filter.strip_prefix('~') {
+            Some(names) => (&mut denied, names),
+            None => (&mut allowed, filter),
+        };
+        for name in names.split_whitespace() {
+            expand(name, set);
+        }
+    }
+    for call in [
+        "landlock_create_ruleset",
+        "landlock_add_rule",
+        "landlock_restrict_self",
+        "prctl",
+    ] {
+        assert!(
+            allowed.contains(call) && !denied.contains(call),
+            "the unit's SystemCallFilter= kills the exporter at {call}"
+        );
+    }
+}
+
 #[test]
 fn launchd_plist_is_a_valid_property_list() {
     let value =

@@ -156,8 +156,10 @@ fn point(link: &Path, target: &Path) {
     std::fs::rename(&tmp, link).unwrap();
 }
 
-#[test]
-fn symlinked_stats_folder_repointed_counts_each_line_once() {
+/// With `--sandbox off` the daemon follows the link at once. With the sandbox (the default) it
+/// may read only the folder the link resolved to at start: it says so, names the fix, and after
+/// a restart counts the new folder; either way each line exactly once.
+fn symlinked_stats_folder_repointed(sandbox: &str) {
     let fx = Fixture::new();
     let (a, b) = (fx.root.path().join("a"), fx.root.path().join("b"));
     std::fs::create_dir_all(&a).unwrap();
@@ -173,7 +175,8 @@ fn symlinked_stats_folder_repointed_counts_each_line_once() {
 
     let port = free_port();
     let link_arg = link.display().to_string();
-    let daemon = fx.spawn(&[
+    let listen = format!("127.0.0.1:{port}");
+    let args = [
         "--stats-dir",
         &link_arg,
         "--otlp",
@@ -181,8 +184,11 @@ fn symlinked_stats_folder_repointed_counts_each_line_once() {
         "--poll-interval",
         "200ms",
         "--prometheus",
-        &format!("127.0.0.1:{port}"),
-    ]);
+        &listen,
+        "--sandbox",
+        sandbox,
+    ];
+    let daemon = fx.spawn(&args);
     assert!(wait_until(Duration::from_secs(20), || scrape_totals(port)
         == Some(model.expected.totals())));
 
@@ -191,6 +197,20 @@ fn symlinked_stats_folder_repointed_counts_each_line_once() {
     std::fs::write(b.join(format!("{day}.jsonl")), format!("{first}{more}")).unwrap();
     model.feed(more.as_bytes());
     point(&link, &b);
+    let daemon = if sandbox == "on" {
+        assert!(
+            wait_until(Duration::from_secs(20), || daemon
+                .log_text()
+                .contains("restart the exporter")),
+            "no word about the sandbox: {}",
+            daemon.log_text()
+        );
+        let (status, _, _) = daemon.terminate();
+        assert!(status.success());
+        fx.spawn(&args)
+    } else {
+        daemon
+    };
     assert!(
         wait_until(Duration::from_secs(20), || scrape_totals(port)
             == Some(model.expected.totals())),
@@ -199,6 +219,16 @@ fn symlinked_stats_folder_repointed_counts_each_line_once() {
     );
     let (status, _, _) = daemon.terminate();
     assert!(status.success());
+}
+
+#[test]
+fn symlinked_stats_folder_repointed_is_followed_at_once_without_the_sandbox() {
+    symlinked_stats_folder_repointed("off");
+}
+
+#[test]
+fn symlinked_stats_folder_repointed_is_followed_after_a_restart_in_the_sandbox() {
+    symlinked_stats_folder_repointed("on");
 }
 
 /// Runs the binary under GNU time and returns its exit status and peak resident memory in MiB.

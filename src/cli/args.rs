@@ -71,6 +71,18 @@ pub struct Options {
     /// on, or off to ingest without exporting [default: on]
     #[arg(long, global = true, value_name = "on|off")]
     pub otlp: Option<String>,
+    /// CA certificate (PEM) that signed the collector's, for https endpoints; the only CA trusted
+    #[arg(long, global = true, value_name = "FILE")]
+    pub otlp_certificate: Option<PathBuf>,
+    /// Client certificate (PEM) for mutual TLS with the collector
+    #[arg(long, global = true, value_name = "FILE")]
+    pub otlp_client_certificate: Option<PathBuf>,
+    /// Client private key (PEM) for mutual TLS with the collector
+    #[arg(long, global = true, value_name = "FILE")]
+    pub otlp_client_key: Option<PathBuf>,
+    /// on: on Linux, limit reads to the stats folder and writes to the state dir (landlock) [default: on]
+    #[arg(long, global = true, value_name = "on|off")]
+    pub sandbox: Option<String>,
     /// How often `run` exports, e.g. 60s [default: 60s]
     #[arg(long, global = true, value_name = "DURATION")]
     pub export_interval: Option<String>,

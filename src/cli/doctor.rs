@@ -201,7 +201,20 @@ async fn check_collector(settings: &Settings, report: &mut Report) {
     } else {
         format!(", {} header(s) set (values hidden)", target.headers.0.len())
     };
-    let what = format!("{} {}{}", target.protocol.as_str(), target.endpoint, headers);
+    let mut tls = String::new();
+    if let Some(ca) = &target.tls.ca {
+        tls.push_str(&format!(", CA {}", ca.path.display()));
+    }
+    if let Some((cert, _)) = &target.tls.client {
+        tls.push_str(&format!(", client certificate {}", cert.path.display()));
+    }
+    let what = format!(
+        "{} {}{}{}",
+        target.protocol.as_str(),
+        target.endpoint,
+        headers,
+        tls
+    );
     let transport = match Transport::new(target) {
         Ok(t) => t,
         Err(e) => {

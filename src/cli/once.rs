@@ -36,8 +36,9 @@ pub async fn once(settings: &Settings) -> anyhow::Result<()> {
             );
             if report.files_failed > 0 {
                 tracing::warn!(
-                    "{} ledger files could not be read this time; they are retried on the next run",
-                    report.files_failed
+                    "{} ledger files could not be read this time; they are retried on the next run{}",
+                    report.files_failed,
+                    crate::sandbox::permission_hint()
                 );
             }
         }

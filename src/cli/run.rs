@@ -20,6 +20,7 @@ use crate::export::self_metrics::SelfStats;
 use crate::export::transport::SendError;
 use crate::ingest::{self, IngestError, PollReport};
 use crate::ledger::watch::{self as ledger_watch, Watcher};
+use crate::sandbox;
 use crate::store::Store;
 use crate::store::counts::IngestCounts;
 
@@ -144,7 +145,8 @@ impl Daemon {
                 // Once per outage, not once per poll.
                 match (self.last_poll.files_failed, report.files_failed) {
                     (0, failed) if failed > 0 => tracing::warn!(
-                        "{failed} ledger files cannot be read (permissions?); retrying on every poll, their lines are counted once they can"
+                        "{failed} ledger files cannot be read (permissions?); retrying on every poll, their lines are counted once they can{}",
+                        sandbox::permission_hint()
                     ),
                     (before, 0) if before > 0 => tracing::info!("every ledger file can be read again"),
                     _ => {}
@@ -187,10 +189,11 @@ impl Daemon {
                 dir.display()
             ),
             (_, error) => tracing::warn!(
-                "stats dir {} cannot be read ({}); retrying every {:?}. Check its permissions",
+                "stats dir {} cannot be read ({}); retrying every {:?}. Check its permissions{}",
                 dir.display(),
                 error.map(|e| e.to_string()).unwrap_or_default(),
-                self.settings.poll_interval.value
+                self.settings.poll_interval.value,
+                sandbox::permission_hint()
             ),
         }
     }

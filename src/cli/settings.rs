@@ -10,6 +10,7 @@ use serde::Deserialize;
 
 use super::args::Options;
 use crate::export::payload::Temporality;
+use crate::export::tls::TlsFiles;
 use crate::export::transport::{Headers, OtlpProtocol, OtlpTarget};
 use crate::ledger::discover::{Origin, clean_path, home_dir, reasonix_stats_dir};
 
@@ -34,6 +35,8 @@ pub struct Settings {
     pub watch: Setting<bool>,
     /// `None` when the Prometheus endpoint is off.
     pub prometheus: Setting<Option<SocketAddr>>,
+    /// Whether `run` and `once` enter the landlock sandbox.
+    pub sandbox: Setting<bool>,
     pub reset_state: bool,
 }
 
@@ -45,17 +48,21 @@ pub struct OtlpSettings {
 }
 
 /// Every key of [`FileConfig`], for the test that keeps `config/` in sync.
-pub const CONFIG_KEYS: [&str; 10] = [
+pub const CONFIG_KEYS: [&str; 14] = [
     "stats_dir",
     "state_dir",
     "otlp",
     "otlp_endpoint",
     "otlp_protocol",
+    "otlp_certificate",
+    "otlp_client_certificate",
+    "otlp_client_key",
     "temporality",
     "export_interval",
     "poll_interval",
     "watch",
     "prometheus",
+    "sandbox",
 ];
 
 /// The config file's keys; any other key is an error that names it.
@@ -67,11 +74,15 @@ pub struct FileConfig {
     pub otlp: Option<String>,
     pub otlp_endpoint: Option<String>,
     pub otlp_protocol: Option<String>,
+    pub otlp_certificate: Option<String>,
+    pub otlp_client_certificate: Option<String>,
+    pub otlp_client_key: Option<String>,
     pub temporality: Option<String>,
     pub export_interval: Option<String>,
     pub poll_interval: Option<String>,
     pub watch: Option<String>,
     pub prometheus: Option<String>,
+    pub sandbox: Option<String>,
 }
 
 type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
@@ -186,23 +197,15 @@ impl Settings {
             },
         };
 
-        let watch = match pick(
-            opts.watch.clone(),
-            "REASONIX_EXPORTER_WATCH",
-            file.watch.clone(),
-            env,
-        ) {
-            None => Setting {
-                value: true,
-                origin: Origin::Default,
-            },
-            Some((value, origin)) => Setting {
-                value: parse_on_off(&value).ok_or_else(|| {
-                    anyhow!("watch setting '{value}' from {origin} is not valid: use on or off")
-                })?,
-                origin,
-            },
-        };
+        let watch = on_off_setting(
+            "watch",
+            pick(
+                opts.watch.clone(),
+                "REASONIX_EXPORTER_WATCH",
+                file.watch.clone(),
+                env,
+            ),
+        )?;
 
         let prometheus = match pick(
             opts.prometheus.clone(),
@@ -223,6 +226,16 @@ impl Settings {
             },
         };
 
+        let sandbox = on_off_setting(
+            "sandbox",
+            pick(
+                opts.sandbox.clone(),
+                "REASONIX_EXPORTER_SANDBOX",
+                file.sandbox.clone(),
+                env,
+            ),
+        )?;
+
         Ok(Settings {
             stats_dir,
             state_dir,
@@ -232,6 +245,7 @@ impl Settings {
             poll_interval,
             watch,
             prometheus,
+            sandbox,
             reset_state: opts.reset_state,
         })
     }
@@ -341,6 +355,54 @@ fn resolve_otlp_target(opts: &Options, file: &FileConfig, env: Env<'_>) -> anyho
         },
     };
 
+    // Each file: the flag, the signal's variable, the generic one, the config file key.
+    let tls_path = |flag: &Option<PathBuf>,
+                    generic: &'static str,
+                    specific: &'static str,
+                    key: &Option<String>,
+                    key_name: &str| {
+        flag.clone()
+            .map(|p| (p, format!("--{}", key_name.replace('_', "-"))))
+            .or_else(|| signal(generic, specific).map(|(v, var)| (PathBuf::from(v.trim()), var.to_string())))
+            .or_else(|| {
+                key.as_ref()
+                    .and_then(|v| clean_path(v, env))
+                    .map(|p| (p, format!("{key_name} in the config file")))
+            })
+    };
+    let ca = tls_path(
+        &opts.otlp_certificate,
+        "OTEL_EXPORTER_OTLP_CERTIFICATE",
+        "OTEL_EXPORTER_OTLP_METRICS_CERTIFICATE",
+        &file.otlp_certificate,
+        "otlp_certificate",
+    );
+    let client_cert = tls_path(
+        &opts.otlp_client_certificate,
+        "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE",
+        "OTEL_EXPORTER_OTLP_METRICS_CLIENT_CERTIFICATE",
+        &file.otlp_client_certificate,
+        "otlp_client_certificate",
+    );
+    let client_key = tls_path(
+        &opts.otlp_client_key,
+        "OTEL_EXPORTER_OTLP_CLIENT_KEY",
+        "OTEL_EXPORTER_OTLP_METRICS_CLIENT_KEY",
+        &file.otlp_client_key,
+        "otlp_client_key",
+    );
+    let tls = TlsFiles::load(borrowed(&ca), borrowed(&client_cert), borrowed(&client_key))
+        .map_err(|e| anyhow!(e))?;
+    if !tls.is_empty() && endpoint.starts_with("http://") {
+        let from = [&ca, &client_cert, &client_key]
+            .into_iter()
+            .find_map(|p| p.as_ref().map(|(_, from)| from.clone()))
+            .unwrap_or_default();
+        bail!(
+            "{from} sets up TLS, but the OTLP endpoint '{endpoint}' is plain http://: use https://, or unset it"
+        );
+    }
+
     Ok(OtlpSettings {
         target: OtlpTarget {
             protocol,
@@ -348,8 +410,31 @@ fn resolve_otlp_target(opts: &Options, file: &FileConfig, env: Env<'_>) -> anyho
             headers,
             timeout,
             gzip,
+            tls,
         },
         temporality,
+    })
+}
+
+fn borrowed(setting: &Option<(PathBuf, String)>) -> Option<(&Path, &str)> {
+    setting
+        .as_ref()
+        .map(|(path, from)| (path.as_path(), from.as_str()))
+}
+
+/// An on/off setting that is on unless set.
+fn on_off_setting(name: &str, picked: Option<(String, Origin)>) -> anyhow::Result<Setting<bool>> {
+    Ok(match picked {
+        None => Setting {
+            value: true,
+            origin: Origin::Default,
+        },
+        Some((value, origin)) => Setting {
+            value: parse_on_off(&value).ok_or_else(|| {
+                anyhow!("{name} setting '{value}' from {origin} is not valid: use on or off")
+            })?,
+            origin,
+        },
     })
 }
 
@@ -571,8 +656,15 @@ mod tests {
         let config = parse_config(&uncommented).unwrap();
         assert_eq!(config.otlp_protocol.as_deref(), Some("http/protobuf"));
         assert_eq!(uncommented.lines().count(), CONFIG_KEYS.len());
+        assert!(config.otlp_client_key.is_some());
+        // The example's certificate paths don't exist here; everything else resolves.
+        let resolvable: String = uncommented
+            .lines()
+            .filter(|l| !l.starts_with("otlp_certificate") && !l.starts_with("otlp_client_"))
+            .map(|l| format!("{l}\n"))
+            .collect();
         let path = std::env::temp_dir().join(format!("rx-example-{}.toml", std::process::id()));
-        std::fs::write(&path, &uncommented).unwrap();
+        std::fs::write(&path, &resolvable).unwrap();
         let opts = Options {
             config: Some(path.clone()),
             ..Options::default()

@@ -5,4 +5,5 @@ pub mod payload;
 pub mod prometheus;
 pub mod resource;
 pub mod self_metrics;
+pub mod tls;
 pub mod transport;

@@ -1,6 +1,7 @@
 //! Getting an encoded OTLP request to the collector: gRPC (tonic, the official service client)
 //! or HTTP/protobuf (reqwest). Headers, timeout and compression come from the standard
-//! `OTEL_EXPORTER_OTLP_*` settings. Header values are secrets: they never reach a message.
+//! `OTEL_EXPORTER_OTLP_*` settings, TLS from [`super::tls`]. Header values are secrets: they
+//! never reach a message.
 
 use std::fmt;
 use std::time::Duration;
@@ -10,7 +11,9 @@ use opentelemetry_proto::tonic::collector::metrics::v1::metrics_service_client::
 use prost::Message;
 use tonic::codec::CompressionEncoding;
 use tonic::metadata::{MetadataKey, MetadataValue};
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
+
+use super::tls::{TlsFiles, install_crypto_provider};
 
 /// The wire protocol to the collector.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,6 +101,8 @@ pub struct OtlpTarget {
     pub headers: Headers,
     pub timeout: Duration,
     pub gzip: bool,
+    /// A private CA and a client certificate; used with `https://` endpoints.
+    pub tls: TlsFiles,
 }
 
 /// Why a request did not get through.
@@ -140,15 +145,20 @@ pub enum Transport {
 impl Transport {
     /// Sets the connection up (lazily: nothing is sent yet). Must run inside a tokio runtime.
     pub fn new(target: &OtlpTarget) -> Result<Transport, String> {
-        if target.endpoint.starts_with("https://") {
-            return Err("https endpoints are not supported by this build yet: send to a local collector over http://, and let it speak TLS onwards".into());
-        }
+        // reqwest asks for the provider even for plain http.
+        install_crypto_provider();
+        let https = target.endpoint.starts_with("https://");
         match target.protocol {
             OtlpProtocol::Grpc => {
-                let endpoint = Endpoint::from_shared(target.endpoint.clone())
+                let mut endpoint = Endpoint::from_shared(target.endpoint.clone())
                     .map_err(|e| format!("not a valid URL: {e}"))?
                     .connect_timeout(target.timeout)
                     .timeout(target.timeout);
+                if https {
+                    endpoint = endpoint
+                        .tls_config(grpc_tls(&target.tls))
+                        .map_err(|e| format!("cannot set TLS up: {}", error_chain(&e)))?;
+                }
                 let mut client = MetricsServiceClient::new(endpoint.connect_lazy());
                 if target.gzip {
                     client = client.send_compressed(CompressionEncoding::Gzip);
@@ -188,10 +198,16 @@ impl Transport {
                         .map_err(|_| format!("header {name}: its value is not a valid HTTP header value"))?;
                     headers.insert(key, value);
                 }
-                let client = reqwest::Client::builder()
-                    .timeout(target.timeout)
+                let mut builder = reqwest::Client::builder().timeout(target.timeout);
+                builder = if https {
+                    http_tls(builder, &target.tls)?
+                } else {
+                    // No TLS will happen: don't load the system's trust store (150 files) for it.
+                    builder.tls_certs_only(Vec::new())
+                };
+                let client = builder
                     .build()
-                    .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+                    .map_err(|e| format!("cannot build the HTTP client: {}", error_chain(&e)))?;
                 Ok(Transport::Http {
                     client,
                     url: url.to_string(),
@@ -222,7 +238,7 @@ impl Transport {
                     Err(status) if status.code() == tonic::Code::DeadlineExceeded => {
                         Err(SendError::Timeout(format!("gRPC {}", status.code())))
                     }
-                    Err(status) => Err(SendError::Failed(grpc_failure(&status))),
+                    Err(status) => Err(SendError::Failed(with_tls_hint(grpc_failure(&status)))),
                 }
             }
             Transport::Http {
@@ -246,7 +262,10 @@ impl Transport {
                         if e.is_timeout() {
                             SendError::Timeout("HTTP".into())
                         } else {
-                            SendError::Failed(format!("cannot reach the collector: {}", error_chain(&e)))
+                            SendError::Failed(with_tls_hint(format!(
+                                "cannot reach the collector: {}",
+                                error_chain(&e)
+                            )))
                         }
                     })?;
                 let status = response.status();
@@ -257,6 +276,57 @@ impl Transport {
                 }
             }
         }
+    }
+}
+
+/// The CA given, or the system's roots; and the client identity when there is one.
+fn grpc_tls(tls: &TlsFiles) -> ClientTlsConfig {
+    let mut config = ClientTlsConfig::new();
+    config = match &tls.ca {
+        Some(ca) => config.ca_certificate(tonic::transport::Certificate::from_pem(&ca.pem)),
+        None => config.with_native_roots(),
+    };
+    if let Some((cert, key)) = &tls.client {
+        config = config.identity(tonic::transport::Identity::from_pem(&cert.pem, &key.pem));
+    }
+    config
+}
+
+fn http_tls(builder: reqwest::ClientBuilder, tls: &TlsFiles) -> Result<reqwest::ClientBuilder, String> {
+    let mut builder = builder;
+    if let Some(ca) = &tls.ca {
+        let certificates = reqwest::Certificate::from_pem_bundle(&ca.pem)
+            .map_err(|_| format!("{} is not a valid PEM certificate bundle", ca.path.display()))?;
+        builder = builder.tls_certs_only(certificates);
+    }
+    if let Some((cert, key)) = &tls.client {
+        let mut pem = key.pem.clone();
+        pem.push(b'\n');
+        pem.extend_from_slice(&cert.pem);
+        let identity = reqwest::Identity::from_pem(&pem).map_err(|_| {
+            format!(
+                "{} and {} are not a matching PEM certificate and key",
+                cert.path.display(),
+                key.path.display()
+            )
+        })?;
+        builder = builder.identity(identity);
+    }
+    Ok(builder)
+}
+
+/// A certificate the exporter does not trust, or one the collector wants: say which setting fixes it.
+fn with_tls_hint(detail: String) -> String {
+    if detail.contains("UnknownIssuer") {
+        format!(
+            "{detail} (if a private CA signed the collector's certificate, point OTEL_EXPORTER_OTLP_CERTIFICATE or --otlp-certificate at it)"
+        )
+    } else if detail.contains("CertificateRequired") {
+        format!(
+            "{detail} (the collector wants a client certificate: set OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE and OTEL_EXPORTER_OTLP_CLIENT_KEY)"
+        )
+    } else {
+        detail
     }
 }
 

@@ -4,6 +4,7 @@
 
 pub mod generator;
 pub mod model;
+pub mod pki;
 pub mod prom_server;
 pub mod receiver;
 

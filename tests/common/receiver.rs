@@ -47,6 +47,15 @@ pub struct Receiver {
 impl Receiver {
     /// A gRPC receiver on a free loopback port.
     pub fn grpc() -> Receiver {
+        Receiver::grpc_with(None)
+    }
+
+    /// A gRPC receiver over TLS that requires a client certificate, at `https://localhost:<port>`.
+    pub fn grpc_tls(pki: &super::pki::Pki) -> Receiver {
+        Receiver::grpc_with(Some(pki.tonic_server()))
+    }
+
+    fn grpc_with(tls: Option<tonic::transport::ServerTlsConfig>) -> Receiver {
         let shared = Shared::default();
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -59,13 +68,21 @@ impl Receiver {
         let port = listener.local_addr().expect("addr").port();
         let service = MetricsServiceServer::new(GrpcSink(shared.clone()))
             .accept_compressed(tonic::codec::CompressionEncoding::Gzip);
+        let mut server = tonic::transport::Server::builder();
+        let scheme = match tls {
+            Some(tls) => {
+                server = server.tls_config(tls).expect("server TLS");
+                "https://localhost"
+            }
+            None => "http://127.0.0.1",
+        };
         runtime.spawn(
-            tonic::transport::Server::builder()
+            server
                 .add_service(service)
                 .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
         );
         Receiver {
-            endpoint: format!("http://127.0.0.1:{port}"),
+            endpoint: format!("{scheme}:{port}"),
             protocol: "grpc",
             shared,
             _runtime: Some(runtime),
@@ -86,6 +103,31 @@ impl Receiver {
         });
         Receiver {
             endpoint: format!("http://127.0.0.1:{port}/v1/metrics"),
+            protocol: "http/protobuf",
+            shared,
+            _runtime: None,
+        }
+    }
+
+    /// An HTTP/protobuf receiver over TLS that requires a client certificate, at
+    /// `https://localhost:<port>/v1/metrics`. A failed handshake just closes the connection.
+    pub fn http_tls(pki: &super::pki::Pki) -> Receiver {
+        let shared = Shared::default();
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let accept_shared = shared.clone();
+        let config = pki.rustls_server();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let shared = accept_shared.clone();
+                let connection = rustls::ServerConnection::new(config.clone()).expect("TLS session");
+                std::thread::spawn(move || {
+                    serve_http_connection(rustls::StreamOwned::new(connection, stream), shared)
+                });
+            }
+        });
+        Receiver {
+            endpoint: format!("https://localhost:{port}/v1/metrics"),
             protocol: "http/protobuf",
             shared,
             _runtime: None,
@@ -312,8 +354,7 @@ impl MetricsService for GrpcSink {
     }
 }
 
-fn serve_http_connection(stream: std::net::TcpStream, shared: Shared) {
-    let mut writer = stream.try_clone().expect("clone stream");
+fn serve_http_connection(stream: impl Read + Write, shared: Shared) {
     let mut reader = BufReader::new(stream);
     loop {
         let mut request_line = String::new();
@@ -368,7 +409,12 @@ fn serve_http_connection(stream: std::net::TcpStream, shared: Shared) {
         } else {
             b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n"
         };
-        if writer.write_all(reply).is_err() {
+        if reader
+            .get_mut()
+            .write_all(reply)
+            .and_then(|_| reader.get_mut().flush())
+            .is_err()
+        {
             return;
         }
     }
