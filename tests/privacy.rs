@@ -142,9 +142,19 @@ fn ledger_is_never_written_touched_or_added_to() {
     assert_eq!(dir_mtime(), before_dir);
 }
 
-/// Every path a traced run of the exporter opened, renamed, created or removed under `dir`.
+/// Every path a traced run of the exporter opened, renamed, created or removed under the home.
 #[cfg(target_os = "linux")]
 fn traced_paths(fx: &Fixture, args: &[&str]) -> Vec<(String, String)> {
+    let home = fx.home.to_string_lossy().to_string();
+    traced_calls(fx, args)
+        .into_iter()
+        .filter(|(path, _)| path.starts_with(&home))
+        .collect()
+}
+
+/// Every path a traced run of the exporter opened, renamed, created or removed, with its call.
+#[cfg(target_os = "linux")]
+fn traced_calls(fx: &Fixture, args: &[&str]) -> Vec<(String, String)> {
     let trace = fx.root.path().join("trace.txt");
     let trace_arg = trace.to_string_lossy().to_string();
     let syscalls = "trace=open,openat,openat2,creat,truncate,rename,renameat,renameat2,unlink,unlinkat,mkdir,mkdirat,link,linkat,symlink,symlinkat,chmod,fchmodat,utimensat";
@@ -158,14 +168,43 @@ fn traced_paths(fx: &Fixture, args: &[&str]) -> Vec<(String, String)> {
         .unwrap();
     assert_success(&out);
     let log = std::fs::read_to_string(&trace).unwrap();
-    let home = fx.home.to_string_lossy().to_string();
     log.lines()
         .filter_map(|line| {
             let path = line.split('"').nth(1)?;
-            path.starts_with(&home)
-                .then(|| (path.to_string(), line.to_string()))
+            Some((path.to_string(), line.to_string()))
         })
         .collect()
+}
+
+/// Whole-process audit: besides the stats folder's day files and its own state dir, the
+/// exporter opens only system files that hold no user data (libraries, name resolution, the
+/// trust store, /proc and /sys) — while ingesting, exporting to a collector by host name, and
+/// with the sandbox off, so that this holds by construction and not only by landlock.
+#[test]
+#[cfg(target_os = "linux")]
+fn nothing_but_the_day_files_the_state_dir_and_system_files_is_opened() {
+    if std::process::Command::new("strace").arg("-V").output().is_err() {
+        eprintln!("strace not installed: skipping the system-call audit");
+        return;
+    }
+    let fx = Fixture::new();
+    plant(&fx);
+    let receiver = common::receiver::Receiver::http();
+    let endpoint = receiver.endpoint.replace("127.0.0.1", "localhost");
+    let calls = traced_calls(&fx, &["--sandbox", "off", "once", "--otlp-endpoint", &endpoint]);
+    assert!(!receiver.data_requests().is_empty(), "the export happened");
+    let stats = fx.stats.to_string_lossy().to_string();
+    let state = fx.state.to_string_lossy().to_string();
+    let system = ["/etc/", "/lib", "/usr/", "/proc/", "/sys/", "/dev/"];
+    for (path, call) in &calls {
+        let day_file = path
+            .strip_prefix(&stats)
+            .map(|rest| rest.trim_start_matches('/'))
+            .is_some_and(|name| name.is_empty() || (name.ends_with(".jsonl") && !name.contains('/')));
+        let allowed =
+            day_file || path.starts_with(&state) || system.iter().any(|prefix| path.starts_with(prefix));
+        assert!(allowed, "the exporter touched {path}: {call}");
+    }
 }
 
 #[test]
