@@ -411,6 +411,92 @@ fn the_export_record_is_fsynced_before_the_export_is_sent() {
     assert_eq!(receiver.data_requests().len(), 1);
 }
 
+/// Tree nodes too big for a log segment live in blob files, which sled never syncs. Every blob
+/// written before a send is fsynced before it; blobs an earlier export synced are not synced
+/// again (on a big store, hundreds of clean files).
+#[test]
+#[cfg(target_os = "linux")]
+fn every_blob_written_before_a_send_is_fsynced_before_it_and_no_older_one_again() {
+    if std::process::Command::new("strace").arg("-V").output().is_err() {
+        eprintln!("strace not installed: skipping the system-call audit");
+        return;
+    }
+    let receiver = Receiver::http();
+    let fx = Fixture::new();
+    let mut generator = Generator::new(17);
+    let day = &days(1)[0];
+    let mut traced_once = |lines: usize, n: usize| {
+        // One day of thousands of lines: its seen-set partitions outgrow a log segment.
+        let text = generator.day_file(day, lines);
+        fx.append(&format!("{day}.jsonl"), text.as_bytes());
+        let trace = fx.root.path().join(format!("trace-{n}.txt"));
+        let out = fx
+            .command_via(
+                "strace",
+                &[
+                    "-f",
+                    "-qq",
+                    "-yy",
+                    "-e",
+                    "trace=fsync,write,writev,pwrite64,unlink,unlinkat,sendto,sendmsg",
+                    "-o",
+                    &trace.to_string_lossy(),
+                    "--",
+                ],
+                &["once", "--otlp-endpoint", &receiver.endpoint],
+            )
+            .output()
+            .unwrap();
+        assert_success(&out);
+        std::fs::read_to_string(&trace).unwrap()
+    };
+    let blob_of = |line: &str| -> Option<String> {
+        let start = line.find("/store/blobs/")? + "/store/blobs/".len();
+        let rest = &line[start..];
+        Some(rest[..rest.find(['>', '"'])?].to_string())
+    };
+    let mut synced_before = std::collections::BTreeSet::new();
+    for (n, lines) in [(0, 8_000), (1, 3_000)] {
+        let log = traced_once(lines, n);
+        let calls: Vec<&str> = log.lines().collect();
+        let sent = calls
+            .iter()
+            .position(|l| l.contains("POST /v1/metrics"))
+            .expect("the export was sent");
+        let written: std::collections::BTreeSet<String> = calls[..sent]
+            .iter()
+            .filter(|l| l.contains("write(") || l.contains("pwrite64("))
+            .filter_map(|l| blob_of(l))
+            .collect();
+        let synced: std::collections::BTreeSet<String> = calls[..sent]
+            .iter()
+            .filter(|l| l.contains("fsync("))
+            .filter_map(|l| blob_of(l))
+            .collect();
+        let removed: std::collections::BTreeSet<String> = calls[..sent]
+            .iter()
+            .filter(|l| l.contains("unlink"))
+            .filter_map(|l| blob_of(l))
+            .collect();
+        assert!(
+            !written.is_empty(),
+            "run {n}: no blob was written; the test needs a bigger day"
+        );
+        for blob in &written {
+            assert!(
+                synced.contains(blob) || removed.contains(blob),
+                "run {n}: blob {blob} was written but not fsynced before the send"
+            );
+        }
+        let again: Vec<&String> = synced.intersection(&synced_before).collect();
+        assert!(
+            again.is_empty(),
+            "run {n}: blobs the last export synced were synced again: {again:?}"
+        );
+        synced_before = synced;
+    }
+}
+
 /// A Prometheus-like backend keeps one series per label set and reads a drop as a restart. Each
 /// run's stream starts with a zero point, so `increase()` over everything equals the contract's
 /// totals across runs whose first values are above the previous runs' last ones, and for

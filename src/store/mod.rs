@@ -47,6 +47,14 @@ const MARKER_FILE: &str = "store.created";
 /// grows the resident size.
 const CACHE_BYTES: u64 = 16 << 20;
 
+/// sled's log segment size for a new store (an existing one keeps the size it was made with).
+/// sled 0.34 overwrites every free segment of its log at each open, and the `fsync` before an
+/// export pays for that: at a 1M-line history, 14 free segments of the default 512 KiB were
+/// 7 MiB written and synced per `once`. 64 KiB segments write ~2.4 MiB there, with tree nodes
+/// over 16 KiB kept in blob files. 32 KiB wrote only ~100 KiB but made the backfill 40 % slower
+/// (blob files created and deleted by the thousand); BENCHMARKS.md has the measurements.
+const SEGMENT_BYTES: usize = 64 << 10;
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error(
@@ -239,6 +247,8 @@ pub struct Store {
     /// Exports ever begun, as committed in sled.
     exports: u64,
     marker: PathBuf,
+    /// Blob files named up to this number are on disk for good (see [`Store::sync_to_disk`]).
+    blobs_synced: u64,
     _lock: StateLock,
 }
 
@@ -278,6 +288,7 @@ impl Store {
             .path(&path)
             .cache_capacity(CACHE_BYTES)
             .flush_every_ms(None)
+            .segment_size(existing_segment_size(&path).unwrap_or(SEGMENT_BYTES))
             .open()
             .map_err(|e| sled_error(&path, e))?;
         let mut store = Store {
@@ -291,6 +302,7 @@ impl Store {
             pending: None,
             exports: 0,
             marker: marker.clone(),
+            blobs_synced: 0,
             _lock: lock,
         };
         store.load(&marker, existed)?;
@@ -345,6 +357,7 @@ impl Store {
                     Marker {
                         created_ns,
                         exports: 0,
+                        blobs_synced: 0,
                     },
                 );
             }
@@ -400,9 +413,10 @@ impl Store {
                 Marker {
                     created_ns: nanos,
                     exports: self.exports,
+                    blobs_synced: 0,
                 },
             )?,
-            Some(_) => {}
+            Some(recorded) => self.blobs_synced = recorded.blobs_synced,
         }
         if let Some(bytes) = self.get(KEY_COUNTS)? {
             self.counts = IngestCounts::decode(&bytes).ok_or_else(|| corrupt("ingestion counts"))?;
@@ -544,7 +558,7 @@ impl Store {
         write.insert(KEY_PENDING, pending.encode());
         write.insert(KEY_EXPORTS, &exports.to_le_bytes());
         self.apply(write)?;
-        self.sync_to_disk()?;
+        let blobs_synced = self.sync_to_disk()?;
         self.exports = exports;
         self.pending = Some(pending);
         let created_ns = self
@@ -552,13 +566,27 @@ impl Store {
             .duration_since(SystemTime::UNIX_EPOCH)
             .unwrap_or_default()
             .as_nanos() as u64;
-        write_marker(&self.marker, Marker { created_ns, exports })
+        write_marker(
+            &self.marker,
+            Marker {
+                created_ns,
+                exports,
+                blobs_synced,
+            },
+        )?;
+        self.blobs_synced = blobs_synced;
+        Ok(())
     }
 
-    /// `fsync`s the store's files. sled's `flush` only waits for its data ranges
-    /// (`sync_file_range`): the log's new length, a new blob file (values over 128 KiB, never
-    /// synced by sled) and its folder entry are only on disk after this.
-    fn sync_to_disk(&self) -> Result<(), StoreError> {
+    /// `fsync`s the store's files; returns the highest blob number now on disk for good. sled's
+    /// `flush` only waits for its data ranges (`sync_file_range`): the log's new length, a new
+    /// blob file (a tree node too big for a log segment, never synced by sled) and its folder
+    /// entry are only on disk after this.
+    ///
+    /// sled names a blob by the log position that wrote it, which only grows (a crash's
+    /// recovery resumes above everything synced), so blobs numbered up to the last export's
+    /// mark were synced then and are skipped: hundreds of clean files otherwise, ~60 µs each.
+    fn sync_to_disk(&self) -> Result<u64, StoreError> {
         let sync = |path: &Path| -> Result<(), StoreError> {
             match std::fs::File::open(path).and_then(|f| f.sync_all()) {
                 // sled removes blobs it no longer needs at any time: a blob gone is not ours to sync.
@@ -570,14 +598,21 @@ impl Store {
             }
         };
         let blobs = self.path.join("blobs");
+        let mut highest = self.blobs_synced;
         if let Ok(entries) = std::fs::read_dir(&blobs) {
             for entry in entries.flatten() {
+                let number = entry.file_name().to_str().and_then(|n| n.parse::<u64>().ok());
+                if number.is_some_and(|n| n <= self.blobs_synced) {
+                    continue;
+                }
                 sync(&entry.path())?;
+                highest = highest.max(number.unwrap_or(0));
             }
             sync(&blobs)?;
         }
         // The log file and its folder entry predate every export: sled created it at open.
-        sync(&self.path.join("db"))
+        sync(&self.path.join("db"))?;
+        Ok(highest)
     }
 
     /// Closes the store at the end of the process without the `fsync` sled makes on drop: what
@@ -676,17 +711,20 @@ impl Store {
 struct Marker {
     created_ns: u64,
     exports: u64,
+    blobs_synced: u64,
 }
 
 impl Marker {
     fn parse(text: &str) -> Option<Marker> {
         let mut fields = text.split_whitespace();
         let created_ns = fields.next()?.parse().ok()?;
-        let exports = match fields.next() {
-            Some(n) => n.parse().ok()?,
-            None => 0,
-        };
-        fields.next().is_none().then_some(Marker { created_ns, exports })
+        let mut number = || fields.next().map(|n| n.parse().ok()).unwrap_or(Some(0));
+        let (exports, blobs_synced) = (number()?, number()?);
+        fields.next().is_none().then_some(Marker {
+            created_ns,
+            exports,
+            blobs_synced,
+        })
     }
 }
 
@@ -697,12 +735,26 @@ fn write_marker(marker: &Path, content: Marker) -> Result<(), StoreError> {
         error: source,
     };
     let tmp = marker.with_extension("tmp");
-    let Marker { created_ns, exports } = content;
-    std::fs::write(&tmp, format!("{created_ns} {exports}\n")).map_err(io_error)?;
+    let Marker {
+        created_ns,
+        exports,
+        blobs_synced,
+    } = content;
+    std::fs::write(&tmp, format!("{created_ns} {exports} {blobs_synced}\n")).map_err(io_error)?;
     std::fs::File::open(&tmp)
         .and_then(|f| f.sync_all())
         .map_err(io_error)?;
     std::fs::rename(&tmp, marker).map_err(io_error)
+}
+
+/// The segment size an existing store was made with (sled refuses to open it with another),
+/// from the `conf` file sled writes beside its log.
+fn existing_segment_size(store: &Path) -> Option<usize> {
+    let conf = std::fs::read(store.join("conf")).ok()?;
+    let text = String::from_utf8_lossy(&conf);
+    text.lines()
+        .find_map(|line| line.strip_prefix("segment_size: "))
+        .and_then(|n| n.trim().parse().ok())
 }
 
 fn series_key(prefix: &[u8], attrs: &AttrSet) -> Vec<u8> {
@@ -739,24 +791,35 @@ mod tests {
     use crate::ledger::timestamp::day_of_rfc3339;
 
     #[test]
-    fn marker_reads_both_of_its_formats_and_nothing_else() {
-        let old = Marker::parse("1764500000123456789\n");
+    fn marker_reads_its_three_formats_and_nothing_else() {
+        let oldest = Marker::parse("1764500000123456789\n");
+        assert_eq!(
+            oldest,
+            Some(Marker {
+                created_ns: 1764500000123456789,
+                exports: 0,
+                blobs_synced: 0
+            })
+        );
+        let old = Marker::parse("17 42\n");
         assert_eq!(
             old,
             Some(Marker {
-                created_ns: 1764500000123456789,
-                exports: 0
+                created_ns: 17,
+                exports: 42,
+                blobs_synced: 0
             })
         );
-        let new = Marker::parse("17 42\n");
+        let new = Marker::parse("17 42 9\n");
         assert_eq!(
             new,
             Some(Marker {
                 created_ns: 17,
-                exports: 42
+                exports: 42,
+                blobs_synced: 9
             })
         );
-        for bad in ["", "x", "17 x", "17 42 9"] {
+        for bad in ["", "x", "17 x", "17 42 x", "17 42 9 1"] {
             assert_eq!(Marker::parse(bad), None, "{bad:?}");
         }
     }
