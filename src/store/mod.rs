@@ -825,6 +825,29 @@ mod tests {
     }
 
     #[test]
+    fn a_store_made_with_sleds_default_segment_size_still_opens() {
+        let dir = tempfile::tempdir().unwrap();
+        drop(
+            sled::Config::new()
+                .path(dir.path().join("store"))
+                .segment_size(512 << 10)
+                .open()
+                .unwrap(),
+        );
+        assert_eq!(existing_segment_size(&dir.path().join("store")), Some(512 << 10));
+        let store = Store::open(dir.path(), false).unwrap();
+        assert_eq!(store.exports, 0);
+        drop(store);
+        // A new store gets ours.
+        let fresh = tempfile::tempdir().unwrap();
+        drop(Store::open(fresh.path(), false).unwrap());
+        assert_eq!(
+            existing_segment_size(&fresh.path().join("store")),
+            Some(SEGMENT_BYTES)
+        );
+    }
+
+    #[test]
     fn a_format_1_store_is_migrated_and_still_knows_its_lines() {
         let dir = tempfile::tempdir().unwrap();
         let day = day_of_rfc3339("2026-08-07T00:00:00Z");
