@@ -14,6 +14,29 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 static ENFORCED: AtomicBool = AtomicBool::new(false);
 
+/// The kernel's landlock ABI version, or `None` where there is none (or a seccomp filter hides
+/// it). For `doctor`: entering the sandbox asks the same question through the landlock crate.
+#[cfg(target_os = "linux")]
+pub fn kernel_abi() -> Option<i64> {
+    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+    // SAFETY: with a null attribute, size 0 and the version flag, the call only reports the
+    // ABI version; it reads no memory of ours and changes nothing.
+    let version = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    (version >= 1).then_some(version)
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn kernel_abi() -> Option<i64> {
+    None
+}
+
 /// What became of the sandbox, for the start-up log line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
@@ -142,7 +165,11 @@ pub fn log(outcome: &Outcome, stats_dir: &Path, state_dir: &Path) {
             stats_dir.display(),
             state_dir.display()
         ),
-        Outcome::Unsupported => tracing::info!("sandbox: this kernel has no landlock; running without it"),
+        Outcome::Unsupported => {
+            tracing::info!(
+                "sandbox: landlock is not available here (an older kernel, or a container that filters it); running without it"
+            )
+        }
         Outcome::Off => tracing::debug!("sandbox: off (--sandbox off)"),
         Outcome::NoStatsDir => tracing::warn!(
             "sandbox: not entered, because the stats dir {} does not exist yet; restart the exporter once Reasonix has created it",

@@ -63,6 +63,10 @@ fn healthy_setup_passes_and_header_values_stay_secret() {
     assert!(stdout.contains("reachable, accepts exports"), "{stdout}");
     assert!(stdout.contains("1 header(s) set (values hidden)"), "{stdout}");
     assert!(stdout.contains("is free for /metrics"), "{stdout}");
+    assert!(
+        stdout.contains("sandbox") && stdout.contains("on (from default)"),
+        "{stdout}"
+    );
     let everything = format!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
     assert!(
         !everything.contains("s3cret"),

@@ -43,6 +43,7 @@ pub async fn doctor(settings: &Settings) -> anyhow::Result<()> {
     check_store(settings, &mut report);
     check_collector(settings, &mut report).await;
     check_prometheus(settings, &mut report).await;
+    check_sandbox(settings, &mut report);
     println!("reasonix-exporter {} doctor", env!("CARGO_PKG_VERSION"));
     for line in &report.lines {
         println!("{line}");
@@ -52,6 +53,20 @@ pub async fn doctor(settings: &Settings) -> anyhow::Result<()> {
     }
     println!("no problems found");
     Ok(())
+}
+
+fn check_sandbox(settings: &Settings, report: &mut Report) {
+    let origin = &settings.sandbox.origin;
+    let text = match (settings.sandbox.value, crate::sandbox::kernel_abi()) {
+        (false, _) => format!("off (from {origin})"),
+        (true, Some(abi)) => format!(
+            "on (from {origin}): run and once read only below the stats dir and write only below the state dir (landlock ABI {abi})"
+        ),
+        (true, None) => format!(
+            "on (from {origin}), but landlock is not available here (an older kernel, or a container that filters it): the exporter runs without it"
+        ),
+    };
+    report.info("sandbox", text);
 }
 
 fn check_config(settings: &Settings, report: &mut Report) {
