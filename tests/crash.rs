@@ -57,6 +57,7 @@ fn kill_runs_then_finish(receiver: Receiver, seed: u64) {
         generator.day_file("2026-08-01", 800).as_bytes(),
     );
     let span_incremental = timed(&scratch);
+    let span_idle = timed(&scratch);
 
     let mut killed = 0;
     for round in 0..12 {
@@ -75,10 +76,12 @@ fn kill_runs_then_finish(receiver: Receiver, seed: u64) {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let span = if round % 2 == 0 {
-            span_full
-        } else {
-            span_incremental
+        // The rounds that get new lines take about an incremental run; the others, a backfill
+        // (what an earlier kill left) or a run with nothing new: a kill somewhere in each.
+        let span = match round % 3 {
+            0 => span_full,
+            1 => span_incremental,
+            _ => span_idle,
         };
         std::thread::sleep(Duration::from_micros(rng.below(span + span / 5)));
         if child.try_wait().unwrap().is_none() {
