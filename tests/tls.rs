@@ -201,3 +201,32 @@ fn tls_settings_that_cannot_work_are_one_line_errors_naming_the_setting() {
         assert_no_key_material(&out, &pki);
     }
 }
+
+/// Without a CA setting, the system's trust store decides, read inside the sandbox: here it is
+/// pointed at the test CA with `SSL_CERT_FILE`, as an operator would add a CA system-wide.
+#[test]
+fn without_a_ca_setting_the_system_trust_store_is_used_inside_the_sandbox() {
+    for grpc in [true, false] {
+        let fx = Fixture::new();
+        let pki = Pki::new(fx.root.path());
+        let receiver = if grpc {
+            Receiver::grpc_tls(&pki)
+        } else {
+            Receiver::http_tls(&pki)
+        };
+        let mut model = Model::default();
+        ledger(&fx, &mut model);
+        let out = once_to(
+            &fx,
+            &receiver,
+            &[],
+            &[
+                ("SSL_CERT_FILE", &pki.ca),
+                ("OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE", &pki.client_cert),
+                ("OTEL_EXPORTER_OTLP_CLIENT_KEY", &pki.client_key),
+            ],
+        );
+        assert_success(&out);
+        assert_eq!(receiver.backend_totals(), model.expected.totals(), "grpc: {grpc}");
+    }
+}
