@@ -14,6 +14,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 static ENFORCED: AtomicBool = AtomicBool::new(false);
 
+/// Why there is no sandbox where landlock is missing, for the log and for `doctor`.
+pub const UNAVAILABLE: &str =
+    "landlock is not available here (an older kernel, or a container that filters it)";
+
 /// The kernel's landlock ABI version, or `None` where there is none (or a seccomp filter hides
 /// it). For `doctor`: entering the sandbox asks the same question through the landlock crate.
 #[cfg(target_os = "linux")]
@@ -166,9 +170,7 @@ pub fn log(outcome: &Outcome, stats_dir: &Path, state_dir: &Path) {
             state_dir.display()
         ),
         Outcome::Unsupported => {
-            tracing::info!(
-                "sandbox: landlock is not available here (an older kernel, or a container that filters it); running without it"
-            )
+            tracing::info!("sandbox: {UNAVAILABLE}; running without it")
         }
         Outcome::Off => tracing::debug!("sandbox: off (--sandbox off)"),
         Outcome::NoStatsDir => tracing::warn!(

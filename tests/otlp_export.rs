@@ -350,39 +350,22 @@ fn standard_headers_and_gzip_reach_the_collector_http() {
 #[test]
 #[cfg(target_os = "linux")]
 fn the_export_record_is_fsynced_before_the_export_is_sent() {
-    if std::process::Command::new("strace").arg("-V").output().is_err() {
-        eprintln!("strace not installed: skipping the system-call audit");
+    if !common::strace_installed() {
         return;
     }
     let receiver = Receiver::http();
     let fx = Fixture::new();
     realistic_ledger(&fx, &mut Model::default(), 5);
-    let trace = fx.root.path().join("trace.txt");
-    let out = fx
-        .command_via(
-            "strace",
-            &[
-                "-f",
-                "-qq",
-                "-yy",
-                "-e",
-                "trace=fsync,fdatasync,pwrite64,pwritev,write,writev,sendto,sendmsg",
-                "-o",
-                &trace.to_string_lossy(),
-                "--",
-            ],
-            &[
-                "once",
-                "--otlp-endpoint",
-                &receiver.endpoint,
-                "--otlp-protocol",
-                "http/protobuf",
-            ],
-        )
-        .output()
-        .unwrap();
-    assert_success(&out);
-    let log = std::fs::read_to_string(&trace).unwrap();
+    let log = fx.traced(
+        "fsync,fdatasync,pwrite64,pwritev,write,writev,sendto,sendmsg",
+        &[
+            "once",
+            "--otlp-endpoint",
+            &receiver.endpoint,
+            "--otlp-protocol",
+            "http/protobuf",
+        ],
+    );
     let lines: Vec<&str> = log.lines().collect();
     let port = receiver
         .endpoint
@@ -417,38 +400,21 @@ fn the_export_record_is_fsynced_before_the_export_is_sent() {
 #[test]
 #[cfg(target_os = "linux")]
 fn every_blob_written_before_a_send_is_fsynced_before_it_and_no_older_one_again() {
-    if std::process::Command::new("strace").arg("-V").output().is_err() {
-        eprintln!("strace not installed: skipping the system-call audit");
+    if !common::strace_installed() {
         return;
     }
     let receiver = Receiver::http();
     let fx = Fixture::new();
     let mut generator = Generator::new(17);
     let day = &days(1)[0];
-    let mut traced_once = |lines: usize, n: usize| {
+    let mut traced_once = |lines: usize| {
         // One day of thousands of lines: its seen-set partitions outgrow a log segment.
         let text = generator.day_file(day, lines);
         fx.append(&format!("{day}.jsonl"), text.as_bytes());
-        let trace = fx.root.path().join(format!("trace-{n}.txt"));
-        let out = fx
-            .command_via(
-                "strace",
-                &[
-                    "-f",
-                    "-qq",
-                    "-yy",
-                    "-e",
-                    "trace=fsync,write,writev,pwrite64,unlink,unlinkat,sendto,sendmsg",
-                    "-o",
-                    &trace.to_string_lossy(),
-                    "--",
-                ],
-                &["once", "--otlp-endpoint", &receiver.endpoint],
-            )
-            .output()
-            .unwrap();
-        assert_success(&out);
-        std::fs::read_to_string(&trace).unwrap()
+        fx.traced(
+            "fsync,write,writev,pwrite64,unlink,unlinkat,sendto,sendmsg",
+            &["once", "--otlp-endpoint", &receiver.endpoint],
+        )
     };
     let blob_of = |line: &str| -> Option<String> {
         let start = line.find("/store/blobs/")? + "/store/blobs/".len();
@@ -457,7 +423,7 @@ fn every_blob_written_before_a_send_is_fsynced_before_it_and_no_older_one_again(
     };
     let mut synced_before = std::collections::BTreeSet::new();
     for (n, lines) in [(0, 8_000), (1, 3_000)] {
-        let log = traced_once(lines, n);
+        let log = traced_once(lines);
         let calls: Vec<&str> = log.lines().collect();
         let sent = calls
             .iter()

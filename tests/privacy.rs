@@ -155,20 +155,9 @@ fn traced_paths(fx: &Fixture, args: &[&str]) -> Vec<(String, String)> {
 /// Every path a traced run of the exporter opened, renamed, created or removed, with its call.
 #[cfg(target_os = "linux")]
 fn traced_calls(fx: &Fixture, args: &[&str]) -> Vec<(String, String)> {
-    let trace = fx.root.path().join("trace.txt");
-    let trace_arg = trace.to_string_lossy().to_string();
-    let syscalls = "trace=open,openat,openat2,creat,truncate,rename,renameat,renameat2,unlink,unlinkat,mkdir,mkdirat,link,linkat,symlink,symlinkat,chmod,fchmodat,utimensat";
-    let out = fx
-        .command_via(
-            "strace",
-            &["-f", "-qq", "-e", syscalls, "-o", &trace_arg, "--"],
-            args,
-        )
-        .output()
-        .unwrap();
-    assert_success(&out);
-    let log = std::fs::read_to_string(&trace).unwrap();
-    log.lines()
+    let syscalls = "open,openat,openat2,creat,truncate,rename,renameat,renameat2,unlink,unlinkat,mkdir,mkdirat,link,linkat,symlink,symlinkat,chmod,fchmodat,utimensat";
+    fx.traced(syscalls, args)
+        .lines()
         .filter_map(|line| {
             let path = line.split('"').nth(1)?;
             Some((path.to_string(), line.to_string()))
@@ -183,8 +172,7 @@ fn traced_calls(fx: &Fixture, args: &[&str]) -> Vec<(String, String)> {
 #[test]
 #[cfg(target_os = "linux")]
 fn nothing_but_the_day_files_the_state_dir_and_system_files_is_opened() {
-    if std::process::Command::new("strace").arg("-V").output().is_err() {
-        eprintln!("strace not installed: skipping the system-call audit");
+    if !common::strace_installed() {
         return;
     }
     let fx = Fixture::new();
@@ -210,9 +198,7 @@ fn nothing_but_the_day_files_the_state_dir_and_system_files_is_opened() {
 #[test]
 #[cfg(target_os = "linux")]
 fn only_top_level_stats_jsonl_files_are_opened_and_only_read_only() {
-    if std::process::Command::new("strace").arg("-V").output().is_err() {
-        // .ci/run installs strace; a developer machine without it skips this audit.
-        eprintln!("strace not installed: skipping the system-call audit");
+    if !common::strace_installed() {
         return;
     }
     let fx = Fixture::new();

@@ -20,6 +20,34 @@ fn ledger(fx: &Fixture, model: &mut Model) {
     }
 }
 
+/// A fixture with a ledger, a fresh CA, and a receiver (gRPC or HTTP) that requires a client
+/// certificate from it; the model holds the ledger's expected totals.
+fn tls_case(grpc: bool) -> (Fixture, Pki, Receiver, Model) {
+    let fx = Fixture::new();
+    let pki = Pki::new(fx.root.path());
+    let receiver = if grpc {
+        Receiver::grpc_tls(&pki)
+    } else {
+        Receiver::http_tls(&pki)
+    };
+    let mut model = Model::default();
+    ledger(&fx, &mut model);
+    (fx, pki, receiver, model)
+}
+
+/// The run succeeded, the collector has exactly the ledger's totals, and no key material was
+/// logged.
+fn assert_delivered(out: &std::process::Output, receiver: &Receiver, model: &Model, pki: &Pki) {
+    assert_success(out);
+    assert_eq!(
+        receiver.backend_totals(),
+        model.expected.totals(),
+        "over {}",
+        receiver.protocol
+    );
+    assert_no_key_material(out, pki);
+}
+
 fn once_to(
     fx: &Fixture,
     receiver: &Receiver,
@@ -54,11 +82,7 @@ fn assert_no_key_material(out: &std::process::Output, pki: &Pki) {
 
 #[test]
 fn grpc_with_a_private_ca_and_a_client_certificate_from_the_otel_variables_delivers_exact_totals() {
-    let fx = Fixture::new();
-    let pki = Pki::new(fx.root.path());
-    let receiver = Receiver::grpc_tls(&pki);
-    let mut model = Model::default();
-    ledger(&fx, &mut model);
+    let (fx, pki, receiver, model) = tls_case(true);
     let out = once_to(
         &fx,
         &receiver,
@@ -69,18 +93,12 @@ fn grpc_with_a_private_ca_and_a_client_certificate_from_the_otel_variables_deliv
             ("OTEL_EXPORTER_OTLP_METRICS_CLIENT_KEY", &pki.client_key),
         ],
     );
-    assert_success(&out);
-    assert_eq!(receiver.backend_totals(), model.expected.totals());
-    assert_no_key_material(&out, &pki);
+    assert_delivered(&out, &receiver, &model, &pki);
 }
 
 #[test]
 fn http_with_a_private_ca_and_a_client_certificate_from_flags_delivers_exact_totals() {
-    let fx = Fixture::new();
-    let pki = Pki::new(fx.root.path());
-    let receiver = Receiver::http_tls(&pki);
-    let mut model = Model::default();
-    ledger(&fx, &mut model);
+    let (fx, pki, receiver, model) = tls_case(false);
     let (ca, cert, key) = (
         pki.ca.to_str().unwrap(),
         pki.client_cert.to_str().unwrap(),
@@ -99,29 +117,26 @@ fn http_with_a_private_ca_and_a_client_certificate_from_flags_delivers_exact_tot
         ],
         &[],
     );
-    assert_success(&out);
-    assert_eq!(receiver.backend_totals(), model.expected.totals());
-    assert_no_key_material(&out, &pki);
+    assert_delivered(&out, &receiver, &model, &pki);
 }
 
 /// Without the private CA the collector's certificate is not trusted; without the client
 /// certificate the collector refuses the exporter. Either way nothing is delivered, the export
 /// stays pending, and once TLS is right it arrives exactly once.
-fn refused_until_tls_is_right(receiver: Receiver, pki: &Pki, fx: &Fixture) {
-    let mut model = Model::default();
-    ledger(fx, &mut model);
+fn refused_until_tls_is_right(grpc: bool) {
+    let (fx, pki, receiver, model) = tls_case(grpc);
     let ca = ("OTEL_EXPORTER_OTLP_CERTIFICATE", pki.ca.as_path());
     let cert = ("OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE", pki.client_cert.as_path());
     let key = ("OTEL_EXPORTER_OTLP_CLIENT_KEY", pki.client_key.as_path());
 
-    let unknown_ca = once_to(fx, &receiver, &[], &[cert, key]);
+    let unknown_ca = once_to(&fx, &receiver, &[], &[cert, key]);
     assert!(!unknown_ca.status.success(), "an unknown CA must fail the export");
     let line = the_error_line(&unknown_ca);
     assert!(
         line.contains("UnknownIssuer") && line.contains("OTEL_EXPORTER_OTLP_CERTIFICATE"),
         "{line}"
     );
-    let no_client_cert = once_to(fx, &receiver, &[], &[ca]);
+    let no_client_cert = once_to(&fx, &receiver, &[], &[ca]);
     assert!(
         !no_client_cert.status.success(),
         "a missing client certificate must fail the export"
@@ -136,22 +151,18 @@ fn refused_until_tls_is_right(receiver: Receiver, pki: &Pki, fx: &Fixture) {
         "the lines are counted"
     );
 
-    assert_success(&once_to(fx, &receiver, &[], &[ca, cert, key]));
+    assert_success(&once_to(&fx, &receiver, &[], &[ca, cert, key]));
     assert_eq!(receiver.backend_totals(), model.expected.totals());
 }
 
 #[test]
 fn grpc_refuses_an_unknown_collector_and_an_anonymous_exporter_then_delivers_exactly_once() {
-    let fx = Fixture::new();
-    let pki = Pki::new(fx.root.path());
-    refused_until_tls_is_right(Receiver::grpc_tls(&pki), &pki, &fx);
+    refused_until_tls_is_right(true);
 }
 
 #[test]
 fn http_refuses_an_unknown_collector_and_an_anonymous_exporter_then_delivers_exactly_once() {
-    let fx = Fixture::new();
-    let pki = Pki::new(fx.root.path());
-    refused_until_tls_is_right(Receiver::http_tls(&pki), &pki, &fx);
+    refused_until_tls_is_right(false);
 }
 
 #[test]
@@ -207,15 +218,7 @@ fn tls_settings_that_cannot_work_are_one_line_errors_naming_the_setting() {
 #[test]
 fn without_a_ca_setting_the_system_trust_store_is_used_inside_the_sandbox() {
     for grpc in [true, false] {
-        let fx = Fixture::new();
-        let pki = Pki::new(fx.root.path());
-        let receiver = if grpc {
-            Receiver::grpc_tls(&pki)
-        } else {
-            Receiver::http_tls(&pki)
-        };
-        let mut model = Model::default();
-        ledger(&fx, &mut model);
+        let (fx, pki, receiver, model) = tls_case(grpc);
         let out = once_to(
             &fx,
             &receiver,
@@ -226,7 +229,6 @@ fn without_a_ca_setting_the_system_trust_store_is_used_inside_the_sandbox() {
                 ("OTEL_EXPORTER_OTLP_CLIENT_KEY", &pki.client_key),
             ],
         );
-        assert_success(&out);
-        assert_eq!(receiver.backend_totals(), model.expected.totals(), "grpc: {grpc}");
+        assert_delivered(&out, &receiver, &model, &pki);
     }
 }

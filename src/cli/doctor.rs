@@ -63,7 +63,8 @@ fn check_sandbox(settings: &Settings, report: &mut Report) {
             "on (from {origin}): run and once read only below the stats dir and write only below the state dir (landlock ABI {abi})"
         ),
         (true, None) => format!(
-            "on (from {origin}), but landlock is not available here (an older kernel, or a container that filters it): the exporter runs without it"
+            "on (from {origin}), but {}: the exporter runs without it",
+            crate::sandbox::UNAVAILABLE
         ),
     };
     report.info("sandbox", text);

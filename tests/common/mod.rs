@@ -94,6 +94,34 @@ impl Fixture {
         ])
     }
 
+    /// The exporter with `args` under `strace -f -qq -yy -e trace=<syscalls>` (file descriptors
+    /// shown with their paths), which must succeed; returns the trace.
+    pub fn traced(&self, syscalls: &str, args: &[&str]) -> String {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let trace = self.root.path().join(format!("trace-{n}.txt"));
+        let filter = format!("trace={syscalls}");
+        let out = self
+            .command_via(
+                "strace",
+                &[
+                    "-f",
+                    "-qq",
+                    "-yy",
+                    "-e",
+                    &filter,
+                    "-o",
+                    &trace.to_string_lossy(),
+                    "--",
+                ],
+                args,
+            )
+            .output()
+            .expect("run the exporter under strace");
+        assert_success(&out);
+        std::fs::read_to_string(&trace).expect("the trace")
+    }
+
     /// `once --otlp off`, which must succeed.
     pub fn ingest(&self) -> Output {
         let out = self.run(&["once", "--otlp", "off"]);
@@ -262,6 +290,16 @@ pub fn free_port() -> u16 {
 }
 
 /// Calls `check` until it returns true or `timeout` passes; returns whether it did.
+/// Whether strace is there for a system-call audit (`.ci/run` installs it); a developer machine
+/// without it skips the audit, and says so.
+pub fn strace_installed() -> bool {
+    let installed = Command::new("strace").arg("-V").output().is_ok();
+    if !installed {
+        eprintln!("strace not installed: skipping the system-call audit");
+    }
+    installed
+}
+
 pub fn wait_until(timeout: std::time::Duration, mut check: impl FnMut() -> bool) -> bool {
     let deadline = std::time::Instant::now() + timeout;
     loop {
