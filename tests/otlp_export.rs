@@ -408,7 +408,8 @@ fn every_blob_written_before_a_send_is_fsynced_before_it_and_no_older_one_again(
     let mut generator = Generator::new(17);
     let day = &days(1)[0];
     let mut traced_once = |lines: usize| {
-        // One day of thousands of lines: its seen-set partitions outgrow a log segment.
+        // One day of tens of thousands of lines: its tree nodes outgrow a quarter of a 512 KiB
+        // log segment, past which sled keeps a node in a blob file.
         let text = generator.day_file(day, lines);
         fx.append(&format!("{day}.jsonl"), text.as_bytes());
         fx.traced(
@@ -422,7 +423,7 @@ fn every_blob_written_before_a_send_is_fsynced_before_it_and_no_older_one_again(
         Some(rest[..rest.find(['>', '"'])?].to_string())
     };
     let mut synced_before = std::collections::BTreeSet::new();
-    for (n, lines) in [(0, 8_000), (1, 3_000)] {
+    for (n, lines) in [(0, 40_000), (1, 12_000)] {
         let log = traced_once(lines);
         let calls: Vec<&str> = log.lines().collect();
         let sent = calls
