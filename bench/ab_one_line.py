@@ -2,7 +2,11 @@
 """One new line on a big history, two builds side by side: `once` end to end (with the export,
 and with --otlp off) and the ingest step, interleaved run by run so both see the same machine.
 
-    python3 bench/ab_one_line.py OLD_BINARY NEW_BINARY [--lines 1000000] [--runs 15]
+    python3 bench/ab_one_line.py OLD_BINARY NEW_BINARY [--lines 1000000] [--runs 15] [--gap 0]
+
+--gap SECONDS pauses before each timed run, as a timer's runs are apart: sled leaves megabytes of
+dirty pages at every open, and a run started milliseconds after the last one pays for writing
+them (see BENCHMARKS.md). The default, 0, runs them back to back.
 
 Each build backfills its own store from the same generated ledger first (not timed), then every
 round appends one line per build and times a fresh process. Prints medians and new/old ratios.
@@ -19,6 +23,7 @@ def main():
     ap.add_argument("new")
     ap.add_argument("--lines", type=int, default=1_000_000)
     ap.add_argument("--runs", type=int, default=15)
+    ap.add_argument("--gap", type=float, default=0.0)
     args = ap.parse_args()
     endpoint = start_sink()
     work = tempfile.mkdtemp(prefix="rx-ab-")
@@ -43,6 +48,7 @@ def main():
                         f.write('{"ts":"2026-12-31T00:%02d:%02dZ","model":"bench/one","source":"cli","total":%d}\n'
                                 % (i % 60, int(export), i + 1))
                     extra = ["--otlp-endpoint", endpoint] if export else ["--otlp", "off"]
+                    time.sleep(args.gap)
                     started = time.perf_counter()
                     out = subprocess.run(base + extra, capture_output=True, text=True)
                     elapsed = (time.perf_counter() - started) * 1000
@@ -56,7 +62,7 @@ def main():
         store = {n: sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(os.path.join(work, n, "state", "store")) for f in fs)
                  for n in builds}
         m = lambda xs: statistics.median(xs)
-        print(f"\none new line on a {args.lines:,}-line history; median of {args.runs} interleaved runs; {os.cpu_count()} cores; {time.strftime('%Y-%m-%d')}\n")
+        print(f"\none new line on a {args.lines:,}-line history; median of {args.runs} interleaved runs, {args.gap:g} s apart; {os.cpu_count()} cores; {time.strftime('%Y-%m-%d')}\n")
         print("| build | `once` with export | `once --otlp off` | ingest step | store |")
         print("|---|---|---|---|---|")
         for n in builds:

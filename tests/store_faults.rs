@@ -61,10 +61,12 @@ fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
     }
 }
 
-/// A store that lost exports it had recorded (an older copy put back, or a truncated log that
-/// sled reopens as an older state) cannot say what the collector has: refused, never guessed.
+/// A store that lost writes made after its last export was recorded (what a power cut does to
+/// a log that was not `fsync`ed, or an older copy put back): the export record beside it says
+/// what the collector may have, so the export is settled again, the lines the store lost are
+/// read again, and the collector's totals stay exact.
 #[test]
-fn store_older_than_its_exports_is_refused_then_reset_rebuilds_it() {
+fn store_older_than_its_export_record_recovers_exactly() {
     let fx = Fixture::new();
     let receiver = common::receiver::Receiver::http();
     let mut model = Model::default();
@@ -76,27 +78,59 @@ fn store_older_than_its_exports_is_refused_then_reset_rebuilds_it() {
     let backup = fx.root.path().join("store-backup");
     copy_dir(&fx.state.join("store"), &backup);
 
-    let more = generator.day_file("2026-08-02", 100);
-    fx.append("2026-08-02.jsonl", more.as_bytes());
-    model.feed(more.as_bytes());
-    common::assert_success(&fx.export_to(&receiver));
+    for (day, lines) in [("2026-08-02", 100), ("2026-08-03", 70)] {
+        let more = generator.day_file(day, lines);
+        fx.append(&format!("{day}.jsonl"), more.as_bytes());
+        model.feed(more.as_bytes());
+        common::assert_success(&fx.export_to(&receiver));
+    }
     assert_eq!(receiver.backend_totals(), model.expected.totals());
 
-    // The older copy put back in place of the store.
+    // The store as it was two exports ago; the export record as it is.
     std::fs::remove_dir_all(fx.state.join("store")).unwrap();
     copy_dir(&backup, &fx.state.join("store"));
     let out = fx.export_to(&receiver);
-    assert!(!out.status.success(), "an older store must be refused");
+    common::assert_success(&out);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("behind its export record"),
+        "the recovery is reported"
+    );
+    assert_eq!(receiver.backend_totals(), model.expected.totals());
+    assert_eq!(fx.status(), model.expected.status_json());
+
+    // And it goes on exactly.
+    let more = generator.day_file("2026-08-04", 30);
+    fx.append("2026-08-04.jsonl", more.as_bytes());
+    model.feed(more.as_bytes());
+    common::assert_success(&fx.export_to(&receiver));
+    assert_eq!(receiver.backend_totals(), model.expected.totals());
+}
+
+/// An export record that is damaged cannot say what the collector has: refused with the fix,
+/// never guessed; `--reset-state` rebuilds from the ledger.
+#[test]
+fn a_damaged_export_record_is_refused_then_reset_rebuilds_it() {
+    let fx = Fixture::new();
+    let receiver = common::receiver::Receiver::http();
+    let mut model = Model::default();
+    let text = Generator::new(53).day_file("2026-08-01", 120);
+    fx.append("2026-08-01.jsonl", text.as_bytes());
+    model.feed(text.as_bytes());
+    common::assert_success(&fx.export_to(&receiver));
+    let record = fx.state.join("store.export");
+    let mut bytes = std::fs::read(&record).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x40;
+    std::fs::write(&record, bytes).unwrap();
+
+    let out = fx.export_to(&receiver);
+    assert!(!out.status.success(), "a damaged record must be refused");
     let error = common::the_error_line(&out);
     assert!(
-        error.contains("restored from an older copy") && error.contains("--reset-state"),
+        error.contains("store.export") && error.contains("--reset-state"),
         "{error}"
     );
-    assert_eq!(
-        receiver.data_requests().len(),
-        2,
-        "nothing was sent from the older store"
-    );
+    assert_eq!(receiver.data_requests().len(), 1, "nothing was sent");
 
     let out = fx.run(&["--reset-state", "once", "--otlp", "off"]);
     common::assert_success(&out);

@@ -7,6 +7,7 @@
 //! this file alone.
 
 pub mod counts;
+mod export_record;
 pub mod lock;
 pub mod seen;
 
@@ -23,6 +24,7 @@ use crate::ledger::decode::Row;
 use crate::ledger::timestamp::Day;
 use crate::series::{AttrSet, MAX_SERIES, Totals};
 use counts::IngestCounts;
+use export_record::ExportRecord;
 use lock::StateLock;
 use seen::{LineHash, Partition, PartitionKey};
 
@@ -34,7 +36,7 @@ const KEY_VERSION: &[u8] = b"version";
 const KEY_CREATED: &[u8] = b"created";
 const KEY_COUNTS: &[u8] = b"counts";
 const KEY_PENDING: &[u8] = b"pending";
-/// How many exports were ever begun: the marker outside sled records it too (see `load`).
+/// How many exports were ever begun: the export record outside sled has the last one's number.
 const KEY_EXPORTS: &[u8] = b"exports";
 const PREFIX_TOTALS: &[u8] = b"t/";
 const PREFIX_DELIVERED: &[u8] = b"d/";
@@ -48,11 +50,9 @@ const MARKER_FILE: &str = "store.created";
 const CACHE_BYTES: u64 = 16 << 20;
 
 /// sled's log segment size for a new store (an existing one keeps the size it was made with).
-/// sled 0.34 overwrites every free segment of its log at each open, and the `fsync` before an
-/// export pays for that (7 MiB at a 1M-line history). Smaller segments write less (64 KiB:
-/// 2.4 MiB, one new line 0.61x) but keep most tree nodes in blob files, and with 64 KiB a
-/// `once` on a full disk once hung for good inside sled (all threads parked, in CI); sled's
-/// default stays until that is understood. BENCHMARKS.md has the measurements.
+/// Smaller segments keep most tree nodes in blob files, and with 64 KiB a `once` on a full disk
+/// once hung for good inside sled (all threads parked, in CI); sled's default stays.
+/// BENCHMARKS.md has the measurements.
 const SEGMENT_BYTES: usize = 512 << 10;
 
 #[derive(Debug, thiserror::Error)]
@@ -244,11 +244,10 @@ pub struct Store {
     checkpoints: HashMap<OsString, Checkpoint>,
     counts: IngestCounts,
     pending: Option<PendingExport>,
-    /// Exports ever begun, as committed in sled.
+    /// Exports ever begun.
     exports: u64,
-    marker: PathBuf,
-    /// Blob files named up to this number are on disk for good (see [`Store::sync_to_disk`]).
-    blobs_synced: u64,
+    /// The last export begun, kept outside sled (see `export_record`).
+    record: PathBuf,
     _lock: StateLock,
 }
 
@@ -263,8 +262,9 @@ impl Store {
         let lock = StateLock::acquire(state_dir)?;
         let path = state_dir.join("store");
         let marker = state_dir.join(MARKER_FILE);
+        let record = export_record::path_in(state_dir);
         if reset {
-            for (target, is_dir) in [(&path, true), (&marker, false)] {
+            for (target, is_dir) in [(&path, true), (&marker, false), (&record, false)] {
                 let removed = if is_dir {
                     std::fs::remove_dir_all(target)
                 } else {
@@ -301,8 +301,7 @@ impl Store {
             counts: IngestCounts::default(),
             pending: None,
             exports: 0,
-            marker: marker.clone(),
-            blobs_synced: 0,
+            record,
             _lock: lock,
         };
         store.load(&marker, existed)?;
@@ -352,14 +351,12 @@ impl Store {
                 init.insert(KEY_CREATED, &created_ns.to_le_bytes());
                 self.db.apply_batch(init).map_err(|e| sled_error(&self.path, e))?;
                 self.db.flush().map_err(|e| sled_error(&self.path, e))?;
-                return write_marker(
-                    marker,
-                    Marker {
-                        created_ns,
-                        exports: 0,
-                        blobs_synced: 0,
-                    },
-                );
+                // Once per store: sled's `flush` leaves the new log's length and folder entries
+                // to the kernel, and a marker that outlived its store would refuse the next run.
+                for path in [self.path.join("db"), self.path.clone()] {
+                    sync_file(&path)?;
+                }
+                return write_marker(marker, created_ns);
             }
             None => return Err(corrupt("format version")),
             Some(v) => {
@@ -387,6 +384,28 @@ impl Store {
             self.exports =
                 u64::from_le_bytes(bytes.as_ref().try_into().map_err(|_| corrupt("export count"))?);
         }
+        let record = match export_record::read(&self.record) {
+            Ok(record) => record,
+            Err(Some(source)) => {
+                return Err(StoreError::Io {
+                    path: self.record.clone(),
+                    error: source,
+                });
+            }
+            Err(None) => {
+                return Err(StoreError::Corrupt {
+                    path: self.path.clone(),
+                    detail: format!("unreadable export record {}", self.record.display()),
+                });
+            }
+        };
+        if record.as_ref().is_some_and(|r| r.created_ns != nanos) {
+            return Err(StoreError::Corrupt {
+                path: self.path.clone(),
+                detail: format!("{} belongs to another store", self.record.display()),
+            });
+        }
+        let recorded_exports = record.as_ref().map_or(0, |r| r.number).max(self.exports);
         match recorded {
             Some(recorded) if recorded.created_ns != nanos => {
                 return Err(StoreError::Corrupt {
@@ -394,9 +413,10 @@ impl Store {
                     detail: format!("it is not the store {} says was created here", marker.display()),
                 });
             }
-            // The store lost committed exports: truncated, or an older copy put back. What was
-            // delivered since is unknown, and guessing could count an export twice.
-            Some(recorded) if recorded.exports > self.exports => {
+            // A marker written by a build before the export record counted exports itself. The
+            // store lost some and no record says what they delivered: guessing could count an
+            // export twice.
+            Some(recorded) if recorded.exports > recorded_exports => {
                 return Err(StoreError::Corrupt {
                     path: self.path.clone(),
                     detail: format!(
@@ -408,21 +428,27 @@ impl Store {
                 });
             }
             // A store from before the marker existed, or a crash right after creating it.
-            None => write_marker(
-                marker,
-                Marker {
-                    created_ns: nanos,
-                    exports: self.exports,
-                    blobs_synced: 0,
-                },
-            )?,
-            Some(recorded) => self.blobs_synced = recorded.blobs_synced,
+            None => write_marker(marker, nanos)?,
+            Some(_) => {}
         }
         if let Some(bytes) = self.get(KEY_COUNTS)? {
             self.counts = IngestCounts::decode(&bytes).ok_or_else(|| corrupt("ingestion counts"))?;
         }
         if let Some(bytes) = self.get(KEY_PENDING)? {
             self.pending = Some(PendingExport::decode(&bytes).ok_or_else(|| corrupt("pending export"))?);
+        }
+        if let Some(record) = record.filter(|r| r.number > self.exports) {
+            // sled lost writes made after the record (a power cut; or an older copy of the store
+            // put back): its export may have reached the collector, so it is pending again, and
+            // the lines sled lost are read again from the ledger.
+            tracing::warn!(
+                "store at {} is behind its export record (export {} recorded, {} in the store): the export is settled again and lines since are read again",
+                self.path.display(),
+                record.number,
+                self.exports
+            );
+            self.exports = record.number;
+            self.pending = Some(record.pending);
         }
         for (prefix, into_delivered) in [(PREFIX_TOTALS, false), (PREFIX_DELIVERED, true)] {
             for entry in self.db.scan_prefix(prefix) {
@@ -546,73 +572,31 @@ impl Store {
     /// This is the one write that must survive a power cut as well as a `kill -9`: were it lost
     /// after the collector took the export, the next run would send the same increments again
     /// under a new start time. Everything else is safe to lose to a power cut (a lost commit is
-    /// read again, a lost `finish_export` replays the same bytes), so only this write pays for
-    /// an `fsync`; it also makes every earlier commit durable.
-    ///
-    /// The marker beside the store then records the number of exports begun, so that a store
-    /// that later loses this write (truncated, or an older copy put back) is refused rather than
-    /// trusted: see `load`.
+    /// read again, a lost `finish_export` replays the same bytes), so only the export record
+    /// beside the store pays for an `fsync` (see `export_record`); sled's copy is for the run
+    /// itself and for `kill -9`.
     pub fn begin_export(&mut self, pending: PendingExport) -> Result<(), StoreError> {
         let exports = self.exports + 1;
         let mut write = sled::Batch::default();
         write.insert(KEY_PENDING, pending.encode());
         write.insert(KEY_EXPORTS, &exports.to_le_bytes());
         self.apply(write)?;
-        let blobs_synced = self.sync_to_disk()?;
-        self.exports = exports;
-        self.pending = Some(pending);
-        let created_ns = self
-            .created
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_nanos() as u64;
-        write_marker(
-            &self.marker,
-            Marker {
-                created_ns,
-                exports,
-                blobs_synced,
-            },
-        )?;
-        self.blobs_synced = blobs_synced;
-        Ok(())
-    }
-
-    /// `fsync`s the store's files; returns the highest blob number now on disk for good. sled's
-    /// `flush` only waits for its data ranges (`sync_file_range`): the log's new length, a new
-    /// blob file (a tree node too big for a log segment, never synced by sled) and its folder
-    /// entry are only on disk after this.
-    ///
-    /// sled names a blob by the log position that wrote it, which only grows (a crash's
-    /// recovery resumes above everything synced), so blobs numbered up to the last export's
-    /// mark were synced then and are skipped: hundreds of clean files otherwise, ~60 µs each.
-    fn sync_to_disk(&self) -> Result<u64, StoreError> {
-        let sync = |path: &Path| -> Result<(), StoreError> {
-            match std::fs::File::open(path).and_then(|f| f.sync_all()) {
-                // sled removes blobs it no longer needs at any time: a blob gone is not ours to sync.
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-                result => result.map_err(|source| StoreError::Io {
-                    path: path.to_path_buf(),
-                    error: source,
-                }),
-            }
+        let record = ExportRecord {
+            created_ns: self
+                .created
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_nanos() as u64,
+            number: exports,
+            pending,
         };
-        let blobs = self.path.join("blobs");
-        let mut highest = self.blobs_synced;
-        if let Ok(entries) = std::fs::read_dir(&blobs) {
-            for entry in entries.flatten() {
-                let number = entry.file_name().to_str().and_then(|n| n.parse::<u64>().ok());
-                if number.is_some_and(|n| n <= self.blobs_synced) {
-                    continue;
-                }
-                sync(&entry.path())?;
-                highest = highest.max(number.unwrap_or(0));
-            }
-            sync(&blobs)?;
-        }
-        // The log file and its folder entry predate every export: sled created it at open.
-        sync(&self.path.join("db"))?;
-        Ok(highest)
+        export_record::write(&self.record, &record).map_err(|source| StoreError::Io {
+            path: self.record.clone(),
+            error: source,
+        })?;
+        self.exports = exports;
+        self.pending = Some(record.pending);
+        Ok(())
     }
 
     /// Closes the store at the end of the process without the `fsync` sled makes on drop: what
@@ -623,6 +607,7 @@ impl Store {
     /// Only for a process about to exit: sled's threads and the state lock live on until then,
     /// so no other process can open the store while they might still write.
     pub fn close_without_fsync(self) {
+        start_writeback(&self.path.join("db"));
         let Store { db, _lock, .. } = self;
         std::mem::forget(db);
         std::mem::forget(_lock);
@@ -638,6 +623,8 @@ impl Store {
             write.insert(series_key(PREFIX_DELIVERED, attrs), &totals.encode()[..]);
         }
         write.remove(KEY_PENDING);
+        // A count taken from the export record moves into sled here.
+        write.insert(KEY_EXPORTS, &self.exports.to_le_bytes());
         if let Err(e) = self.apply(write) {
             self.pending = Some(pending);
             return Err(e);
@@ -704,47 +691,63 @@ impl Store {
     }
 }
 
-/// What the marker beside the store (outside sled) records: which store was created here, and
-/// how many exports it had begun. Written as `<created_ns> <exports>`; a marker from before the
-/// export count holds the creation time alone.
+/// What the marker beside the store (outside sled) records: which store was created here.
+/// Written as `<created_ns>`; builds before the export record also counted exports begun in it
+/// (`<created_ns> <exports>`, then a third number no longer used).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Marker {
     created_ns: u64,
     exports: u64,
-    blobs_synced: u64,
 }
 
 impl Marker {
     fn parse(text: &str) -> Option<Marker> {
         let mut fields = text.split_whitespace();
         let created_ns = fields.next()?.parse().ok()?;
-        let mut number = || fields.next().map(|n| n.parse().ok()).unwrap_or(Some(0));
-        let (exports, blobs_synced) = (number()?, number()?);
-        fields.next().is_none().then_some(Marker {
-            created_ns,
-            exports,
-            blobs_synced,
-        })
+        let mut number = || fields.next().map(|n| n.parse::<u64>().ok()).unwrap_or(Some(0));
+        let (exports, _blobs_synced) = (number()?, number()?);
+        fields.next().is_none().then_some(Marker { created_ns, exports })
     }
 }
 
 /// Replaces the marker atomically (written, synced, renamed over the old one).
-fn write_marker(marker: &Path, content: Marker) -> Result<(), StoreError> {
+fn write_marker(marker: &Path, created_ns: u64) -> Result<(), StoreError> {
     let io_error = |source| StoreError::Io {
         path: marker.to_path_buf(),
         error: source,
     };
     let tmp = marker.with_extension("tmp");
-    let Marker {
-        created_ns,
-        exports,
-        blobs_synced,
-    } = content;
-    std::fs::write(&tmp, format!("{created_ns} {exports} {blobs_synced}\n")).map_err(io_error)?;
-    std::fs::File::open(&tmp)
-        .and_then(|f| f.sync_all())
-        .map_err(io_error)?;
+    std::fs::write(&tmp, format!("{created_ns}\n")).map_err(io_error)?;
+    sync_file(&tmp)?;
     std::fs::rename(&tmp, marker).map_err(io_error)
+}
+
+/// Starts writing the dirty pages of `file` to disk, without waiting for them. sled rewrites
+/// every free segment of its log at open (7 MB on a 1M-line store) and nothing needs those pages
+/// on disk, but whoever syncs the file next pays for them all: sled itself, early in the next
+/// open, if the kernel has not written them by then (it waits up to 30 s). Started at the end of
+/// a run, not at open, where the writing would delay the export record's `fsync` behind it.
+/// Best effort: a failure costs time only.
+fn start_writeback(file: &Path) {
+    #[cfg(target_os = "linux")]
+    if let Ok(file) = std::fs::File::open(file) {
+        use std::os::fd::AsRawFd as _;
+        // SAFETY: `file` is open for the whole call; `SYNC_FILE_RANGE_WRITE` over the whole
+        // file only queues its dirty pages for writing, and touches no memory of ours.
+        unsafe { libc::sync_file_range(file.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE) };
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = file;
+}
+
+/// `fsync`s the file or folder at `path`.
+fn sync_file(path: &Path) -> Result<(), StoreError> {
+    std::fs::File::open(path)
+        .and_then(|f| f.sync_all())
+        .map_err(|source| StoreError::Io {
+            path: path.to_path_buf(),
+            error: source,
+        })
 }
 
 /// The segment size an existing store was made with (sled refuses to open it with another),
@@ -789,39 +792,103 @@ fn sled_error(path: &Path, error: sled::Error) -> StoreError {
 mod tests {
     use super::*;
     use crate::ledger::timestamp::day_of_rfc3339;
+    use crate::series::Quantity;
 
     #[test]
     fn marker_reads_its_three_formats_and_nothing_else() {
-        let oldest = Marker::parse("1764500000123456789\n");
+        let marker = |created_ns, exports| Some(Marker { created_ns, exports });
         assert_eq!(
-            oldest,
-            Some(Marker {
-                created_ns: 1764500000123456789,
-                exports: 0,
-                blobs_synced: 0
-            })
+            Marker::parse("1764500000123456789\n"),
+            marker(1764500000123456789, 0)
         );
-        let old = Marker::parse("17 42\n");
-        assert_eq!(
-            old,
-            Some(Marker {
-                created_ns: 17,
-                exports: 42,
-                blobs_synced: 0
-            })
-        );
-        let new = Marker::parse("17 42 9\n");
-        assert_eq!(
-            new,
-            Some(Marker {
-                created_ns: 17,
-                exports: 42,
-                blobs_synced: 9
-            })
-        );
+        assert_eq!(Marker::parse("17 42\n"), marker(17, 42));
+        assert_eq!(Marker::parse("17 42 9\n"), marker(17, 42));
         for bad in ["", "x", "17 x", "17 42 x", "17 42 9 1"] {
             assert_eq!(Marker::parse(bad), None, "{bad:?}");
         }
+    }
+
+    fn export(store: &mut Store, lines: u64) {
+        let mut delivered_after = BTreeMap::new();
+        let mut totals = Totals::default();
+        totals.set(Quantity::Requests, lines);
+        delivered_after.insert(AttrSet::folded(), totals);
+        let pending = PendingExport {
+            run_start_ns: 5,
+            cumulative: true,
+            request: lines.to_le_bytes().to_vec(),
+            delivered_after,
+        };
+        store.begin_export(pending).unwrap();
+    }
+
+    #[test]
+    fn a_store_behind_its_export_record_takes_the_recorded_export_as_pending() {
+        let dir = tempfile::tempdir().unwrap();
+        let backup = tempfile::tempdir().unwrap();
+        {
+            let mut store = Store::open(dir.path(), false).unwrap();
+            export(&mut store, 1);
+            store.finish_export().unwrap();
+        }
+        let copy = |from: &Path, to: &Path| {
+            std::fs::create_dir_all(to.join("blobs")).unwrap();
+            for entry in walk(from) {
+                std::fs::copy(&entry, to.join(entry.strip_prefix(from).unwrap())).unwrap();
+            }
+        };
+        copy(&dir.path().join("store"), &backup.path().join("store"));
+        {
+            let mut store = Store::open(dir.path(), false).unwrap();
+            export(&mut store, 2);
+            export(&mut store, 3);
+        }
+        // sled loses the last two exports; the record keeps the last one.
+        std::fs::remove_dir_all(dir.path().join("store")).unwrap();
+        copy(&backup.path().join("store"), &dir.path().join("store"));
+        let mut store = Store::open(dir.path(), false).unwrap();
+        assert_eq!(store.exports, 3);
+        let pending = store.pending_export().expect("the recorded export is pending");
+        assert_eq!(pending.request, 3u64.to_le_bytes());
+        store.finish_export().unwrap();
+        assert_eq!(store.delivered()[&AttrSet::folded()].get(Quantity::Requests), 3);
+        drop(store);
+        let store = Store::open(dir.path(), false).unwrap();
+        assert_eq!((store.exports, store.pending_export()), (3, None));
+    }
+
+    #[test]
+    fn an_old_marker_counting_more_exports_than_store_and_record_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let created_ns = {
+            let mut store = Store::open(dir.path(), false).unwrap();
+            export(&mut store, 1);
+            store.finish_export().unwrap();
+            store
+                .created
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+        };
+        let marker = dir.path().join(MARKER_FILE);
+        std::fs::write(&marker, format!("{created_ns} 1 0\n")).unwrap();
+        assert!(Store::open(dir.path(), false).is_ok(), "as many as the store has");
+        std::fs::write(&marker, format!("{created_ns} 2 0\n")).unwrap();
+        let error = Store::open(dir.path(), false).err().expect("refused").to_string();
+        assert!(error.contains("restored from an older copy"), "{error}");
+    }
+
+    fn walk(dir: &Path) -> Vec<PathBuf> {
+        let mut files = Vec::new();
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                files.extend(walk(&path));
+            } else {
+                files.push(path);
+            }
+        }
+        files
     }
 
     #[test]

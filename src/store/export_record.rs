@@ -1,0 +1,148 @@
+//! The export record: the last export begun, in a small file of its own beside the store.
+//!
+//! It is the one write that must survive a power cut: were an export the collector took lost,
+//! the next run would send the same increments again under a new start time. So it is written
+//! and `fsync`ed before a byte of the export leaves, and the store (sled) is never `fsync`ed for
+//! an export: a `fsync` of sled's log pays for every page sled dirtied since it opened, which
+//! for a short `once` is megabytes of free segments sled rewrites at each open.
+//!
+//! A store that lost writes the record has (a power cut, or an older copy put back) takes the
+//! record's export as still pending: replayed when cumulative, counted as delivered when delta,
+//! and the lines it lost are read again from the ledger.
+
+use std::fs::File;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use xxhash_rust::xxh3::xxh3_64;
+
+use super::PendingExport;
+
+/// The file's first bytes, with the format's version last.
+const MAGIC: &[u8; 8] = b"rxexport";
+const VERSION: u8 = 1;
+const HEADER_LEN: usize = MAGIC.len() + 1 + 8 + 8;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExportRecord {
+    /// The creation time of the store it belongs to.
+    pub created_ns: u64,
+    /// The export's number: the store's count of exports begun, this one included.
+    pub number: u64,
+    pub pending: PendingExport,
+}
+
+impl ExportRecord {
+    fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(HEADER_LEN + self.pending.request.len() + 256);
+        out.extend_from_slice(MAGIC);
+        out.push(VERSION);
+        out.extend_from_slice(&self.created_ns.to_le_bytes());
+        out.extend_from_slice(&self.number.to_le_bytes());
+        out.extend_from_slice(&self.pending.encode());
+        let checksum = xxh3_64(&out);
+        out.extend_from_slice(&checksum.to_le_bytes());
+        out
+    }
+
+    fn decode(bytes: &[u8]) -> Option<ExportRecord> {
+        let (body, checksum) = bytes.split_at_checked(bytes.len().checked_sub(8)?)?;
+        if xxh3_64(body).to_le_bytes() != checksum || body.len() < HEADER_LEN {
+            return None;
+        }
+        let (header, pending) = body.split_at(HEADER_LEN);
+        let (magic, rest) = header.split_at(MAGIC.len());
+        if magic != MAGIC || rest[0] != VERSION {
+            return None;
+        }
+        let number_at = |at: usize| u64::from_le_bytes(rest[at..at + 8].try_into().expect("8 bytes"));
+        Some(ExportRecord {
+            created_ns: number_at(1),
+            number: number_at(9),
+            pending: PendingExport::decode(pending)?,
+        })
+    }
+}
+
+/// Where the record of the store under `state_dir` lives.
+pub fn path_in(state_dir: &Path) -> PathBuf {
+    state_dir.join("store.export")
+}
+
+/// Reads the record at `path`: `Ok(None)` when there is none, `Err(None)` when it is there but
+/// unreadable as a record.
+pub fn read(path: &Path) -> Result<Option<ExportRecord>, Option<std::io::Error>> {
+    match std::fs::read(path) {
+        Ok(bytes) => ExportRecord::decode(&bytes).map(Some).ok_or(None),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Some(e)),
+    }
+}
+
+/// Replaces the record at `path` for good: written to a temporary file and `fsync`ed, renamed
+/// over the old one, and the folder `fsync`ed so that the rename survives a power cut too. A
+/// cut at any point leaves either the old record or the new one, whole.
+pub fn write(path: &Path, record: &ExportRecord) -> std::io::Result<()> {
+    let mut tmp_name = path.as_os_str().to_owned();
+    tmp_name.push(".tmp");
+    let tmp = PathBuf::from(tmp_name);
+    let mut file = File::create(&tmp)?;
+    file.write_all(&record.encode())?;
+    file.sync_data()?;
+    drop(file);
+    std::fs::rename(&tmp, path)?;
+    let folder = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    File::open(folder)?.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::series::{AttrSet, Totals};
+    use std::collections::BTreeMap;
+
+    fn record() -> ExportRecord {
+        let mut delivered_after = BTreeMap::new();
+        delivered_after.insert(AttrSet::folded(), Totals::default());
+        ExportRecord {
+            created_ns: 1_764_500_000_123_456_789,
+            number: 42,
+            pending: PendingExport {
+                run_start_ns: 7,
+                cumulative: true,
+                request: b"the request".to_vec(),
+                delivered_after,
+            },
+        }
+    }
+
+    #[test]
+    fn a_record_reads_back_as_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = path_in(dir.path());
+        assert!(matches!(read(&path), Ok(None)));
+        write(&path, &record()).unwrap();
+        assert_eq!(read(&path).ok().flatten(), Some(record()));
+        let mut next = record();
+        next.number = 43;
+        write(&path, &next).unwrap();
+        assert_eq!(read(&path).ok().flatten(), Some(next));
+        assert!(!dir.path().join("store.export.tmp").exists());
+    }
+
+    #[test]
+    fn any_damaged_byte_makes_the_record_unreadable() {
+        let bytes = record().encode();
+        for at in 0..bytes.len() {
+            let mut damaged = bytes.clone();
+            damaged[at] ^= 0x10;
+            assert_eq!(ExportRecord::decode(&damaged), None, "byte {at}");
+        }
+        for len in 0..bytes.len() {
+            assert_eq!(ExportRecord::decode(&bytes[..len]), None, "cut at {len}");
+        }
+    }
+}
