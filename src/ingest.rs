@@ -39,6 +39,9 @@ pub struct PollReport {
     /// Files that could not be read this time (permission, deleted mid-read); retried next poll.
     pub files_failed: usize,
     pub counts: IngestCounts,
+    /// Listing the files (a `stat` each).
+    pub listed_in: std::time::Duration,
+    /// Reading what is new and committing it, after the listing.
     pub elapsed: std::time::Duration,
     /// When the poll ended: everything in the ledger before then is committed.
     pub finished: Option<std::time::SystemTime>,
@@ -46,13 +49,37 @@ pub struct PollReport {
 
 /// Reads everything new under `stats_dir` into `store`.
 pub fn poll(store: &mut Store, stats_dir: &Path) -> Result<PollReport, IngestError> {
+    poll_listed(store, list(stats_dir))
+}
+
+/// The ledger's files, for [`poll_listed`]: a listing is a `stat` per file and needs no store,
+/// so `once` takes it on a second thread while the store opens.
+pub fn list(stats_dir: &Path) -> Listing {
     let started = Instant::now();
     let files = ledger_files(stats_dir).map_err(|source| IngestError::StatsDir {
         path: stats_dir.display().to_string(),
         source,
-    })?;
+    });
+    Listing {
+        files,
+        elapsed: started.elapsed(),
+    }
+}
+
+/// The files of a ledger as they were listed, and what listing them took.
+#[derive(Debug)]
+pub struct Listing {
+    files: Result<Vec<LedgerFile>, IngestError>,
+    elapsed: std::time::Duration,
+}
+
+/// Reads everything new in `listing`'s files into `store`.
+pub fn poll_listed(store: &mut Store, listing: Listing) -> Result<PollReport, IngestError> {
+    let started = Instant::now();
+    let files = listing.files?;
     let mut report = PollReport {
         files: files.len(),
+        listed_in: listing.elapsed,
         ..PollReport::default()
     };
     let before = *store.counts();
@@ -70,6 +97,13 @@ pub fn poll(store: &mut Store, stats_dir: &Path) -> Result<PollReport, IngestErr
     report.elapsed = started.elapsed();
     report.finished = Some(std::time::SystemTime::now());
     Ok(report)
+}
+
+impl PollReport {
+    /// The whole poll: listing, reading and committing.
+    pub fn duration(&self) -> std::time::Duration {
+        self.listed_in + self.elapsed
+    }
 }
 
 enum FileOutcome {

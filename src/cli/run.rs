@@ -139,7 +139,7 @@ impl Daemon {
                         report.counts.counted,
                         report.counts.duplicate,
                         report.counts.rejected_total(),
-                        report.elapsed
+                        report.duration()
                     );
                 }
                 // Once per outage, not once per poll.
@@ -223,7 +223,7 @@ impl Daemon {
             counts,
             export_failures: self.export_failures,
             files_tracked: self.last_poll.files as u64,
-            last_poll_seconds: self.last_poll.elapsed.as_secs_f64(),
+            last_poll_seconds: self.last_poll.duration().as_secs_f64(),
             last_poll_end: SelfStats::unix_seconds(self.last_poll.finished),
             store_bytes: self.store.disk_size(),
         }

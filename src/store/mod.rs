@@ -246,6 +246,8 @@ pub struct Store {
     pending: Option<PendingExport>,
     /// Exports ever begun.
     exports: u64,
+    /// Commits wait for the next flush (see [`Store::defer_commit_flush`]).
+    defer_commit_flush: bool,
     /// The last export begun, kept outside sled (see `export_record`).
     record: PathBuf,
     _lock: StateLock,
@@ -301,6 +303,7 @@ impl Store {
             counts: IngestCounts::default(),
             pending: None,
             exports: 0,
+            defer_commit_flush: false,
             record,
             _lock: lock,
         };
@@ -529,7 +532,8 @@ impl Store {
         Ok(partition.insert(hash))
     }
 
-    /// Writes `batch` atomically and durably; only then does the in-memory view move.
+    /// Writes `batch` atomically, and flushes it unless told to wait for the next flush (see
+    /// [`Store::defer_commit_flush`]); only then does the in-memory view move.
     pub fn commit(&mut self, batch: Batch) -> Result<(), StoreError> {
         if batch.is_empty() {
             return Ok(());
@@ -554,7 +558,12 @@ impl Store {
         let mut counts = self.counts;
         counts.add(&batch.counts);
         write.insert(KEY_COUNTS, counts.encode());
-        self.apply(write)?;
+        self.db
+            .apply_batch(write)
+            .map_err(|e| sled_error(&self.path, e))?;
+        if !self.defer_commit_flush {
+            self.flush()?;
+        }
 
         self.lifetime.extend(lifetime);
         self.checkpoints.extend(batch.checkpoints);
@@ -606,11 +615,13 @@ impl Store {
     ///
     /// Only for a process about to exit: sled's threads and the state lock live on until then,
     /// so no other process can open the store while they might still write.
-    pub fn close_without_fsync(self) {
+    pub fn close_without_fsync(self) -> Result<(), StoreError> {
+        self.flush()?;
         start_writeback(&self.path.join("db"));
         let Store { db, _lock, .. } = self;
         std::mem::forget(db);
         std::mem::forget(_lock);
+        Ok(())
     }
 
     /// The collector has the pending export: its totals are delivered, in one atomic write.
@@ -646,8 +657,23 @@ impl Store {
         self.db
             .apply_batch(write)
             .map_err(|e| sled_error(&self.path, e))?;
+        self.flush()
+    }
+
+    /// Writes sled's buffers to the log and waits for them (sled's `flush`: `sync_file_range`,
+    /// not `fsync`).
+    fn flush(&self) -> Result<(), StoreError> {
         self.db.flush().map_err(|e| sled_error(&self.path, e))?;
         Ok(())
+    }
+
+    /// For a process that ingests once and then ends (`once`): commits stay in sled's buffers
+    /// until the next flush — the export's record, or [`Store::close_without_fsync`] — which then
+    /// writes them all at once instead of one wait per commit. A `kill -9` in between loses
+    /// those commits, and the next run reads the same lines again: nothing is lost or doubled.
+    /// Not for `run`, whose `/metrics` serves what is committed.
+    pub fn defer_commit_flush(&mut self) {
+        self.defer_commit_flush = true;
     }
 
     /// Lifetime totals per attribute set: everything ever counted.
