@@ -603,6 +603,9 @@ impl Store {
             path: self.record.clone(),
             error: source,
         })?;
+        // The record is on disk: what sled left dirty (its rewrite at open) can go now, during
+        // the send, instead of queueing in front of the record's `fsync`.
+        start_writeback(&self.path.join("db"));
         self.exports = exports;
         self.pending = Some(record.pending);
         Ok(())
@@ -751,9 +754,9 @@ fn write_marker(marker: &Path, created_ns: u64) -> Result<(), StoreError> {
 /// Starts writing the dirty pages of `file` to disk, without waiting for them. sled rewrites
 /// every free segment of its log at open (7 MB on a 1M-line store) and nothing needs those pages
 /// on disk, but whoever syncs the file next pays for them all: sled itself, early in the next
-/// open, if the kernel has not written them by then (it waits up to 30 s). Started at the end of
-/// a run, not at open, where the writing would delay the export record's `fsync` behind it.
-/// Best effort: a failure costs time only.
+/// open, if the kernel has not written them by then (it waits up to 30 s). Started once the
+/// export record is on disk, or at the end of a run: not at open, where the writing would delay
+/// the record's `fsync` behind it. Best effort: a failure costs time only.
 fn start_writeback(file: &Path) {
     #[cfg(target_os = "linux")]
     if let Ok(file) = std::fs::File::open(file) {
