@@ -106,6 +106,31 @@ fn store_older_than_its_export_record_recovers_exactly() {
     assert_eq!(receiver.backend_totals(), model.expected.totals());
 }
 
+/// A store folder deleted after exports starts over (contract §4: everything still on disk is
+/// read again); the export record of the store that is gone does not stop the ones after it.
+#[test]
+fn a_store_deleted_after_exports_starts_over_and_goes_on() {
+    let fx = Fixture::new();
+    let receiver = common::receiver::Receiver::http();
+    let mut model = Model::default();
+    let mut generator = Generator::new(54);
+    let text = generator.day_file("2026-08-01", 80);
+    fx.append("2026-08-01.jsonl", text.as_bytes());
+    model.feed(text.as_bytes());
+    common::assert_success(&fx.export_to(&receiver));
+    assert!(fx.state.join("store.export").exists());
+
+    std::fs::remove_dir_all(fx.state.join("store")).unwrap();
+    fx.ingest();
+    assert_eq!(fx.status(), model.expected.status_json());
+    let more = generator.day_file("2026-08-02", 40);
+    fx.append("2026-08-02.jsonl", more.as_bytes());
+    model.feed(more.as_bytes());
+    fx.ingest();
+    assert_eq!(fx.status(), model.expected.status_json());
+    common::assert_success(&fx.export_to(&receiver));
+}
+
 /// An export record that is damaged cannot say what the collector has: refused with the fix,
 /// never guessed; `--reset-state` rebuilds from the ledger.
 #[test]

@@ -359,6 +359,16 @@ impl Store {
                 for path in [self.path.join("db"), self.path.clone()] {
                     sync_file(&path)?;
                 }
+                // An export record left by a store that was deleted is not this one's.
+                match std::fs::remove_file(&self.record) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                        return Err(StoreError::Io {
+                            path: self.record.clone(),
+                            error: e,
+                        });
+                    }
+                    _ => {}
+                }
                 return write_marker(marker, created_ns);
             }
             None => return Err(corrupt("format version")),
