@@ -238,7 +238,8 @@ impl World {
                 let mut bytes = std::fs::read(&path).unwrap_or_default();
                 let digit_at = find(&bytes, b"\"total\":")
                     .map(|at| at + 8)
-                    .filter(|&at| bytes[at].is_ascii_digit());
+                    // A torn line can end right after the key.
+                    .filter(|&at| bytes.get(at).is_some_and(u8::is_ascii_digit));
                 if let Some(at) = digit_at {
                     bytes[at] = b'1' + (bytes[at] - b'0') % 9;
                     // In place: same inode, same size.
