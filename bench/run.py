@@ -75,30 +75,38 @@ def measure(lines, runs, endpoint, work, peers):
     path = os.path.join(stats, sorted(os.listdir(stats))[-1])
     state = os.path.join(work, "state")
     # A history at rest: the backfill's store is on disk before the first new line, not still
-    # being written while it is timed. The runs themselves then follow each other back to back.
+    # being written while it is timed. The runs themselves then follow each other back to back,
+    # each one's open waiting for what the last one left to write, and a third kind of run is
+    # timed at rest again (`sync` first, untimed), as a timer's runs seconds apart find it.
     os.sync()
+    one_rest = []
     for i in range(runs):
-        for export in (True, False):
+        for kind in ("export", "off", "rest"):
+            export = kind != "off"
             with open(path, "a") as f:
-                f.write('{"ts":"2026-12-31T00:%02d:%02dZ","model":"bench/one","source":"cli","total":%d}\n'
-                        % (i, int(export), i + 1))
+                f.write('{"ts":"2026-12-31T00:%02d:%02dZ","model":"bench/one","source":"%s","total":%d}\n'
+                        % (i, int(export), kind, i + 1))
             otlp = ["--otlp-endpoint", endpoint] if export else ["--otlp", "off"]
+            if kind == "rest":
+                os.sync()
             started = time.perf_counter()
             out = subprocess.run([BIN, "--stats-dir", stats, "--state-dir", state, "once"] + otlp,
                                  capture_output=True, text=True)
             wall = time.perf_counter() - started
             if out.returncode != 0:
                 sys.exit(f"one new line failed:\n{out.stderr}")
-            if export:
+            if kind == "export":
                 one_wall.append(wall)
                 one_ingest.append(float(re.search(r"in ([0-9.]+) ms", out.stderr).group(1)))
-            else:
+            elif kind == "off":
                 one_off.append(wall)
+            else:
+                one_rest.append(wall)
     tok = tokdash(stats, work) if peers and lines == 1_000_000 else None
     shutil.rmtree(os.path.dirname(stats))
     return dict(lines=lines, ledger_mb=ledger_bytes / 2**20, base=median(base), back=median(back),
                 rss=max(rss), store=store, one_wall=median(one_wall), one_off=median(one_off),
-                one_ingest=median(one_ingest), tok=tok)
+                one_ingest=median(one_ingest), one_rest=median(one_rest), tok=tok)
 
 
 def tokdash(stats, work):
@@ -138,13 +146,14 @@ def main():
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"\nmedian of {runs} runs each; machine: {os.cpu_count()} cores; {time.strftime('%Y-%m-%d')}\n")
-    print("| lines | ledger | baseline read+hash+decode | `once` backfill (OTLP to a local sink) | speed vs baseline | peak RSS | store | store/line | per-line ingest | one new line: `once` wall | the same, `--otlp off` | one new line: ingest step |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| lines | ledger | baseline read+hash+decode | `once` backfill (OTLP to a local sink) | speed vs baseline | peak RSS | store | store/line | per-line ingest | one new line: `once` wall, back to back | the same, `--otlp off` | the same, at rest | one new line: ingest step |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         print(f"| {r['lines']:,} | {r['ledger_mb']:.0f} MiB | {r['base']:.3f} s | {r['back']:.3f} s | "
               f"{r['base'] / r['back']:.2f}x | {r['rss']:.1f} MB | {r['store'] / 2**20:.1f} MiB | "
               f"{r['store'] / r['lines']:.1f} B | {r['back'] / r['lines'] * 1e6:.2f} us | "
-              f"{r['one_wall'] * 1000:.1f} ms | {r['one_off'] * 1000:.1f} ms | {r['one_ingest']:.2f} ms |")
+              f"{r['one_wall'] * 1000:.1f} ms | {r['one_off'] * 1000:.1f} ms | {r['one_rest'] * 1000:.1f} ms | "
+              f"{r['one_ingest']:.2f} ms |")
     for r in results:
         tok = r["tok"]
         if tok:
