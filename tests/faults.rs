@@ -84,6 +84,8 @@ fn ledger(fx: &Fixture, model: &mut Model, generator: &mut Generator, lines: usi
 
 #[test]
 fn full_disk_under_the_state_dir_is_a_clear_error_and_nothing_is_lost_or_doubled() {
+    // sled once hung on a full disk, all its threads parked (session 3, with 64 KiB segments).
+    const LIMIT: Duration = Duration::from_secs(60);
     let fx = Fixture::new();
     let Some(disk) = Mount::tmpfs(&fx.state, "6m") else {
         return;
@@ -92,7 +94,7 @@ fn full_disk_under_the_state_dir_is_a_clear_error_and_nothing_is_lost_or_doubled
     let mut model = Model::default();
     let mut generator = Generator::new(3);
     ledger(&fx, &mut model, &mut generator, 1000);
-    assert_success(&fx.export_to(&receiver));
+    assert_success(&fx.export_to_within(&receiver, LIMIT));
     assert_eq!(receiver.backend_totals(), model.expected.totals());
 
     // Fill the disk but for a few kilobytes, then give the exporter more to store.
@@ -100,7 +102,7 @@ fn full_disk_under_the_state_dir_is_a_clear_error_and_nothing_is_lost_or_doubled
     let room = disk.available().saturating_sub(16 << 10);
     std::fs::write(&ballast, vec![0u8; room as usize]).unwrap();
     ledger(&fx, &mut model, &mut generator, 3000);
-    let out = fx.export_to(&receiver);
+    let out = fx.export_to_within(&receiver, LIMIT);
     assert!(!out.status.success(), "a full disk must fail the run");
     let error = the_error_line(&out);
     assert!(
@@ -111,9 +113,9 @@ fn full_disk_under_the_state_dir_is_a_clear_error_and_nothing_is_lost_or_doubled
 
     // Room again: the next run delivers exactly what is missing.
     std::fs::remove_file(&ballast).unwrap();
-    assert_success(&fx.export_to(&receiver));
+    assert_success(&fx.export_to_within(&receiver, LIMIT));
     assert_eq!(receiver.backend_totals(), model.expected.totals());
-    assert_success(&fx.export_to(&receiver));
+    assert_success(&fx.export_to_within(&receiver, LIMIT));
     assert_eq!(
         receiver.backend_totals(),
         model.expected.totals(),

@@ -83,6 +83,33 @@ impl Fixture {
         self.command(args).output().expect("run the exporter")
     }
 
+    /// `once` to `receiver`, killed after `limit` with a failure that says what each of its
+    /// threads was waiting in: a hang inside the store fails in seconds, readably, not at CI's
+    /// time limit.
+    pub fn export_to_within(&self, receiver: &receiver::Receiver, limit: std::time::Duration) -> Output {
+        use std::process::Stdio;
+        let mut child = self
+            .command(&[
+                "once",
+                "--otlp-endpoint",
+                &receiver.endpoint,
+                "--otlp-protocol",
+                receiver.protocol,
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the exporter");
+        let exited = wait_until(limit, || child.try_wait().expect("poll the exporter").is_some());
+        if !exited {
+            let threads = thread_states(child.id());
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("`once` still running after {limit:?}; its threads (name: waiting in):\n{threads}");
+        }
+        child.wait_with_output().expect("the exporter's output")
+    }
+
     /// `once`, exporting to `receiver` with its protocol.
     pub fn export_to(&self, receiver: &receiver::Receiver) -> Output {
         self.run(&[
@@ -298,6 +325,28 @@ pub fn strace_installed() -> bool {
         eprintln!("strace not installed: skipping the system-call audit");
     }
     installed
+}
+
+/// Each thread of `pid` with the kernel function it is waiting in (`/proc/<pid>/task/*/wchan`).
+fn thread_states(pid: u32) -> String {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return "(no /proc here)".into();
+    };
+    let read = |task: &Path, file: &str| {
+        std::fs::read_to_string(task.join(file)).map_or_else(|_| "?".into(), |t| t.trim().to_string())
+    };
+    let mut lines: Vec<String> = tasks
+        .flatten()
+        .map(|task| {
+            format!(
+                "  {}: {}",
+                read(&task.path(), "comm"),
+                read(&task.path(), "wchan")
+            )
+        })
+        .collect();
+    lines.sort();
+    lines.join("\n")
 }
 
 pub fn wait_until(timeout: std::time::Duration, mut check: impl FnMut() -> bool) -> bool {
