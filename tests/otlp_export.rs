@@ -70,13 +70,7 @@ fn check_delivers_exact_totals(receiver: Receiver) {
     std::fs::write(moved.join("stats/2026-08-10.jsonl"), &later).unwrap();
     model.feed(later.as_bytes());
     let out = fx
-        .command(&[
-            "once",
-            "--otlp-endpoint",
-            &receiver.endpoint,
-            "--otlp-protocol",
-            receiver.protocol,
-        ])
+        .once_to(&receiver)
         .env("REASONIX_HOME", &moved)
         .output()
         .unwrap();
@@ -273,13 +267,7 @@ fn check_late_answer_is_replayed_exactly(receiver: Receiver) {
     // The collector keeps the data but answers after the exporter gave up: did it land?
     receiver.stall(Duration::from_millis(1500));
     let out = fx
-        .command(&[
-            "once",
-            "--otlp-endpoint",
-            &receiver.endpoint,
-            "--otlp-protocol",
-            receiver.protocol,
-        ])
+        .once_to(&receiver)
         .env("OTEL_EXPORTER_OTLP_TIMEOUT", "300")
         .output()
         .unwrap();
@@ -318,13 +306,7 @@ fn check_headers_and_gzip_reach_the_collector(receiver: Receiver) {
     let mut model = Model::default();
     realistic_ledger(&fx, &mut model, 13);
     let out = fx
-        .command(&[
-            "once",
-            "--otlp-endpoint",
-            &receiver.endpoint,
-            "--otlp-protocol",
-            receiver.protocol,
-        ])
+        .once_to(&receiver)
         .env("OTEL_EXPORTER_OTLP_HEADERS", "x-team=plat%20form")
         .env("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip")
         .output()

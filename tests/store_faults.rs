@@ -1,11 +1,19 @@
 //! Contract §4: a corrupted store is refused with a one-line message naming the path and the fix,
-//! never silently reset; `--reset-state` rebuilds it from the ledger exactly.
+//! never silently reset; `--reset-state` rebuilds it from the ledger exactly. A store that lost
+//! writes recovers exactly from the export record beside it.
 
 mod common;
 
 use common::Fixture;
 use common::generator::Generator;
 use common::model::Model;
+
+/// Appends `lines` generated lines to `day`'s file, and to the model.
+fn add_day(fx: &Fixture, model: &mut Model, generator: &mut Generator, day: &str, lines: usize) {
+    let text = generator.day_file(day, lines);
+    fx.append(&format!("{day}.jsonl"), text.as_bytes());
+    model.feed(text.as_bytes());
+}
 
 fn garble(path: &std::path::Path) {
     let mut bytes = std::fs::read(path).unwrap();
@@ -71,17 +79,13 @@ fn store_older_than_its_export_record_recovers_exactly() {
     let receiver = common::receiver::Receiver::http();
     let mut model = Model::default();
     let mut generator = Generator::new(52);
-    let text = generator.day_file("2026-08-01", 200);
-    fx.append("2026-08-01.jsonl", text.as_bytes());
-    model.feed(text.as_bytes());
+    add_day(&fx, &mut model, &mut generator, "2026-08-01", 200);
     common::assert_success(&fx.export_to(&receiver));
     let backup = fx.root.path().join("store-backup");
     copy_dir(&fx.state.join("store"), &backup);
 
     for (day, lines) in [("2026-08-02", 100), ("2026-08-03", 70)] {
-        let more = generator.day_file(day, lines);
-        fx.append(&format!("{day}.jsonl"), more.as_bytes());
-        model.feed(more.as_bytes());
+        add_day(&fx, &mut model, &mut generator, day, lines);
         common::assert_success(&fx.export_to(&receiver));
     }
     assert_eq!(receiver.backend_totals(), model.expected.totals());
@@ -99,9 +103,7 @@ fn store_older_than_its_export_record_recovers_exactly() {
     assert_eq!(fx.status(), model.expected.status_json());
 
     // And it goes on exactly.
-    let more = generator.day_file("2026-08-04", 30);
-    fx.append("2026-08-04.jsonl", more.as_bytes());
-    model.feed(more.as_bytes());
+    add_day(&fx, &mut model, &mut generator, "2026-08-04", 30);
     common::assert_success(&fx.export_to(&receiver));
     assert_eq!(receiver.backend_totals(), model.expected.totals());
 }
@@ -114,18 +116,14 @@ fn a_store_deleted_after_exports_starts_over_and_goes_on() {
     let receiver = common::receiver::Receiver::http();
     let mut model = Model::default();
     let mut generator = Generator::new(54);
-    let text = generator.day_file("2026-08-01", 80);
-    fx.append("2026-08-01.jsonl", text.as_bytes());
-    model.feed(text.as_bytes());
+    add_day(&fx, &mut model, &mut generator, "2026-08-01", 80);
     common::assert_success(&fx.export_to(&receiver));
     assert!(fx.state.join("store.export").exists());
 
     std::fs::remove_dir_all(fx.state.join("store")).unwrap();
     fx.ingest();
     assert_eq!(fx.status(), model.expected.status_json());
-    let more = generator.day_file("2026-08-02", 40);
-    fx.append("2026-08-02.jsonl", more.as_bytes());
-    model.feed(more.as_bytes());
+    add_day(&fx, &mut model, &mut generator, "2026-08-02", 40);
     fx.ingest();
     assert_eq!(fx.status(), model.expected.status_json());
     common::assert_success(&fx.export_to(&receiver));
@@ -138,9 +136,7 @@ fn a_damaged_export_record_is_refused_then_reset_rebuilds_it() {
     let fx = Fixture::new();
     let receiver = common::receiver::Receiver::http();
     let mut model = Model::default();
-    let text = Generator::new(53).day_file("2026-08-01", 120);
-    fx.append("2026-08-01.jsonl", text.as_bytes());
-    model.feed(text.as_bytes());
+    add_day(&fx, &mut model, &mut Generator::new(53), "2026-08-01", 120);
     common::assert_success(&fx.export_to(&receiver));
     let record = fx.state.join("store.export");
     let mut bytes = std::fs::read(&record).unwrap();

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use xxhash_rust::xxh3::xxh3_64;
 
-use super::PendingExport;
+use super::{PendingExport, StoreError};
 
 /// The file's first bytes, with the format's version last.
 const MAGIC: &[u8; 8] = b"rxexport";
@@ -69,13 +69,20 @@ pub fn path_in(state_dir: &Path) -> PathBuf {
     state_dir.join("store.export")
 }
 
-/// Reads the record at `path`: `Ok(None)` when there is none, `Err(None)` when it is there but
-/// unreadable as a record.
-pub fn read(path: &Path) -> Result<Option<ExportRecord>, Option<std::io::Error>> {
+/// Reads the record at `path` beside the store at `store`: `None` when there is none.
+pub fn read(path: &Path, store: &Path) -> Result<Option<ExportRecord>, StoreError> {
     match std::fs::read(path) {
-        Ok(bytes) => ExportRecord::decode(&bytes).map(Some).ok_or(None),
+        Ok(bytes) => ExportRecord::decode(&bytes)
+            .map(Some)
+            .ok_or_else(|| StoreError::Corrupt {
+                path: store.to_path_buf(),
+                detail: format!("unreadable export record {}", path.display()),
+            }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Some(e)),
+        Err(error) => Err(StoreError::Io {
+            path: path.to_path_buf(),
+            error,
+        }),
     }
 }
 
@@ -123,13 +130,14 @@ mod tests {
     fn a_record_reads_back_as_written() {
         let dir = tempfile::tempdir().unwrap();
         let path = path_in(dir.path());
-        assert!(matches!(read(&path), Ok(None)));
+        let store = dir.path().join("store");
+        assert!(matches!(read(&path, &store), Ok(None)));
         write(&path, &record()).unwrap();
-        assert_eq!(read(&path).ok().flatten(), Some(record()));
+        assert_eq!(read(&path, &store).ok().flatten(), Some(record()));
         let mut next = record();
         next.number = 43;
         write(&path, &next).unwrap();
-        assert_eq!(read(&path).ok().flatten(), Some(next));
+        assert_eq!(read(&path, &store).ok().flatten(), Some(next));
         assert!(!dir.path().join("store.export.tmp").exists());
     }
 

@@ -397,21 +397,7 @@ impl Store {
             self.exports =
                 u64::from_le_bytes(bytes.as_ref().try_into().map_err(|_| corrupt("export count"))?);
         }
-        let record = match export_record::read(&self.record) {
-            Ok(record) => record,
-            Err(Some(source)) => {
-                return Err(StoreError::Io {
-                    path: self.record.clone(),
-                    error: source,
-                });
-            }
-            Err(None) => {
-                return Err(StoreError::Corrupt {
-                    path: self.path.clone(),
-                    detail: format!("unreadable export record {}", self.record.display()),
-                });
-            }
-        };
+        let record = export_record::read(&self.record, &self.path)?;
         if record.as_ref().is_some_and(|r| r.created_ns != nanos) {
             return Err(StoreError::Corrupt {
                 path: self.path.clone(),

@@ -89,13 +89,7 @@ impl Fixture {
     pub fn export_to_within(&self, receiver: &receiver::Receiver, limit: std::time::Duration) -> Output {
         use std::process::Stdio;
         let mut child = self
-            .command(&[
-                "once",
-                "--otlp-endpoint",
-                &receiver.endpoint,
-                "--otlp-protocol",
-                receiver.protocol,
-            ])
+            .once_to(receiver)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -110,15 +104,20 @@ impl Fixture {
         child.wait_with_output().expect("the exporter's output")
     }
 
-    /// `once`, exporting to `receiver` with its protocol.
-    pub fn export_to(&self, receiver: &receiver::Receiver) -> Output {
-        self.run(&[
+    /// The command for `once` exporting to `receiver` with its protocol, to add to.
+    pub fn once_to(&self, receiver: &receiver::Receiver) -> Command {
+        self.command(&[
             "once",
             "--otlp-endpoint",
             &receiver.endpoint,
             "--otlp-protocol",
             receiver.protocol,
         ])
+    }
+
+    /// `once`, exporting to `receiver` with its protocol.
+    pub fn export_to(&self, receiver: &receiver::Receiver) -> Output {
+        self.once_to(receiver).output().expect("run the exporter")
     }
 
     /// The exporter with `args` under `strace -f -qq -yy -e trace=<syscalls>` (file descriptors
