@@ -600,8 +600,11 @@ impl Store {
             error: source,
         })?;
         // The record is on disk: what sled left dirty (its rewrite at open) can go now, during
-        // the send, instead of queueing in front of the record's `fsync`.
-        start_writeback(&self.path.join("db"));
+        // the send, instead of queueing in front of the record's `fsync`. A `once` starts it at
+        // its close instead, so that the one flush after its send does not queue behind it.
+        if !self.defer_commit_flush {
+            start_writeback(&self.path.join("db"));
+        }
         self.exports = exports;
         self.pending = Some(record.pending);
         Ok(())
@@ -635,7 +638,7 @@ impl Store {
         write.remove(KEY_PENDING);
         // A count taken from the export record moves into sled here.
         write.insert(KEY_EXPORTS, &self.exports.to_le_bytes());
-        if let Err(e) = self.apply(write) {
+        if let Err(e) = self.write_after_send(write) {
             self.pending = Some(pending);
             return Err(e);
         }
@@ -647,7 +650,7 @@ impl Store {
     pub fn abandon_export(&mut self) -> Result<(), StoreError> {
         let mut write = sled::Batch::default();
         write.remove(KEY_PENDING);
-        self.apply(write)?;
+        self.write_after_send(write)?;
         self.pending = None;
         Ok(())
     }
@@ -657,6 +660,20 @@ impl Store {
             .apply_batch(write)
             .map_err(|e| sled_error(&self.path, e))?;
         self.flush()
+    }
+
+    /// What an export's outcome writes needs no flush of its own: lost, the record's pending
+    /// export is replayed (cumulative) or counted as delivered (delta), as after a power cut.
+    /// Under [`Store::defer_commit_flush`] it waits for the close's flush, so that a `once`
+    /// waits for the disk once after its send, not twice.
+    fn write_after_send(&self, write: sled::Batch) -> Result<(), StoreError> {
+        if !self.defer_commit_flush {
+            return self.apply(write);
+        }
+        self.db
+            .apply_batch(write)
+            .map_err(|e| sled_error(&self.path, e))?;
+        Ok(())
     }
 
     /// Writes sled's buffers to the log and waits for them (sled's `flush`: `sync_file_range`,
@@ -670,6 +687,8 @@ impl Store {
     /// until the next flush — the export's record, or [`Store::close_without_fsync`] — which then
     /// writes them all at once instead of one wait per commit. A `kill -9` in between loses
     /// those commits, and the next run reads the same lines again: nothing is lost or doubled.
+    /// The same goes for what an export's outcome writes (see `write_after_send`), and the
+    /// writeback of what sled dirtied at open starts at the close rather than before the send.
     /// Not for `run`, whose `/metrics` serves what is committed.
     pub fn defer_commit_flush(&mut self) {
         self.defer_commit_flush = true;
