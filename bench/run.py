@@ -77,7 +77,8 @@ def measure(lines, runs, endpoint, work, peers):
     # A history at rest: the backfill's store is on disk before the first new line, not still
     # being written while it is timed. The runs themselves then follow each other back to back,
     # each one's open waiting for what the last one left to write, and a third kind of run is
-    # timed at rest again (`sync` first, untimed), as a timer's runs seconds apart find it.
+    # timed at rest again (`sync` and a second's pause first, untimed), as a timer's runs
+    # seconds apart find it.
     os.sync()
     one_rest = []
     for i in range(runs):
@@ -88,7 +89,10 @@ def measure(lines, runs, endpoint, work, peers):
                         % (i, int(export), kind, i + 1))
             otlp = ["--otlp-endpoint", endpoint] if export else ["--otlp", "off"]
             if kind == "rest":
+                # Started right after `sync`, these runs measured slower than back to back (at
+                # 100k and 3M lines); a timer's runs are seconds apart, so a second's pause.
                 os.sync()
+                time.sleep(1)
             started = time.perf_counter()
             out = subprocess.run([BIN, "--stats-dir", stats, "--state-dir", state, "once"] + otlp,
                                  capture_output=True, text=True)
