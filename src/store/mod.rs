@@ -875,12 +875,6 @@ mod tests {
             export(&mut store, 1);
             store.finish_export().unwrap();
         }
-        let copy = |from: &Path, to: &Path| {
-            std::fs::create_dir_all(to.join("blobs")).unwrap();
-            for entry in walk(from) {
-                std::fs::copy(&entry, to.join(entry.strip_prefix(from).unwrap())).unwrap();
-            }
-        };
         copy(&dir.path().join("store"), &backup.path().join("store"));
         {
             let mut store = Store::open(dir.path(), false).unwrap();
@@ -922,17 +916,46 @@ mod tests {
         assert!(error.contains("restored from an older copy"), "{error}");
     }
 
-    fn walk(dir: &Path) -> Vec<PathBuf> {
-        let mut files = Vec::new();
-        for entry in std::fs::read_dir(dir).unwrap() {
+    /// What a `kill -9` leaves of a store still open: its files as the kernel has them.
+    fn copy(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for entry in std::fs::read_dir(from).unwrap() {
             let path = entry.unwrap().path();
+            let target = to.join(path.file_name().unwrap());
             if path.is_dir() {
-                files.extend(walk(&path));
+                copy(&path, &target);
             } else {
-                files.push(path);
+                std::fs::copy(&path, &target).unwrap();
             }
         }
-        files
+    }
+
+    #[test]
+    fn in_once_an_export_outcome_lost_to_a_kill_leaves_the_export_pending_and_exact() {
+        for once in [true, false] {
+            let dir = tempfile::tempdir().unwrap();
+            let killed = tempfile::tempdir().unwrap();
+            let mut store = Store::open(dir.path(), false).unwrap();
+            if once {
+                store.defer_commit_flush();
+            }
+            export(&mut store, 1);
+            store.finish_export().unwrap();
+            copy(dir.path(), killed.path());
+            drop(store);
+
+            let mut store = Store::open(killed.path(), false).unwrap();
+            assert_eq!(store.exports, 1);
+            if once {
+                // The answer's write waited for the close's flush, which the kill prevented.
+                let pending = store.pending_export().expect("the export is still pending");
+                assert_eq!(pending.request, 1u64.to_le_bytes());
+                store.finish_export().unwrap();
+            } else {
+                assert!(store.pending_export().is_none(), "`run` flushes it at once");
+            }
+            assert_eq!(store.delivered()[&AttrSet::folded()].get(Quantity::Requests), 1);
+        }
     }
 
     #[test]
