@@ -638,7 +638,7 @@ impl Store {
         write.remove(KEY_PENDING);
         // A count taken from the export record moves into sled here.
         write.insert(KEY_EXPORTS, &self.exports.to_le_bytes());
-        if let Err(e) = self.write_after_send(write) {
+        if let Err(e) = self.write_delivered(write) {
             self.pending = Some(pending);
             return Err(e);
         }
@@ -650,7 +650,8 @@ impl Store {
     pub fn abandon_export(&mut self) -> Result<(), StoreError> {
         let mut write = sled::Batch::default();
         write.remove(KEY_PENDING);
-        self.write_after_send(write)?;
+        // Flushed at once even in a `once`: lost, a delta export would count as delivered.
+        self.apply(write)?;
         self.pending = None;
         Ok(())
     }
@@ -662,11 +663,11 @@ impl Store {
         self.flush()
     }
 
-    /// What an export's outcome writes needs no flush of its own: lost, the record's pending
+    /// What marks an export delivered needs no flush of its own: lost, the record's pending
     /// export is replayed (cumulative) or counted as delivered (delta), as after a power cut.
     /// Under [`Store::defer_commit_flush`] it waits for the close's flush, so that a `once`
     /// waits for the disk once after its send, not twice.
-    fn write_after_send(&self, write: sled::Batch) -> Result<(), StoreError> {
+    fn write_delivered(&self, write: sled::Batch) -> Result<(), StoreError> {
         if !self.defer_commit_flush {
             return self.apply(write);
         }
@@ -687,7 +688,7 @@ impl Store {
     /// until the next flush — the export's record, or [`Store::close_without_fsync`] — which then
     /// writes them all at once instead of one wait per commit. A `kill -9` in between loses
     /// those commits, and the next run reads the same lines again: nothing is lost or doubled.
-    /// The same goes for what an export's outcome writes (see `write_after_send`), and the
+    /// The same goes for what marks an export delivered (see `write_delivered`), and the
     /// writeback of what sled dirtied at open starts at the close rather than before the send.
     /// Not for `run`, whose `/metrics` serves what is committed.
     pub fn defer_commit_flush(&mut self) {
@@ -956,6 +957,21 @@ mod tests {
             }
             assert_eq!(store.delivered()[&AttrSet::folded()].get(Quantity::Requests), 1);
         }
+    }
+
+    #[test]
+    fn in_once_a_refused_export_is_forgotten_before_a_kill_can_lose_that() {
+        // Left pending, a refused delta export would count as delivered on the next run.
+        let dir = tempfile::tempdir().unwrap();
+        let killed = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path(), false).unwrap();
+        store.defer_commit_flush();
+        export(&mut store, 1);
+        store.abandon_export().unwrap();
+        copy(dir.path(), killed.path());
+        drop(store);
+        let store = Store::open(killed.path(), false).unwrap();
+        assert!(store.pending_export().is_none());
     }
 
     #[test]
