@@ -266,21 +266,8 @@ impl Store {
         let marker = state_dir.join(MARKER_FILE);
         let record = export_record::path_in(state_dir);
         if reset {
-            for (target, is_dir) in [(&path, true), (&marker, false), (&record, false)] {
-                let removed = if is_dir {
-                    std::fs::remove_dir_all(target)
-                } else {
-                    std::fs::remove_file(target)
-                };
-                match removed {
-                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                        return Err(StoreError::Io {
-                            path: target.clone(),
-                            error: e,
-                        });
-                    }
-                    _ => {}
-                }
+            for target in [&path, &marker, &record] {
+                remove_if_present(target)?;
             }
         }
         // A store folder that is gone was deleted (start over); one that is there but opens
@@ -360,15 +347,7 @@ impl Store {
                     sync_file(&path)?;
                 }
                 // An export record left by a store that was deleted is not this one's.
-                match std::fs::remove_file(&self.record) {
-                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                        return Err(StoreError::Io {
-                            path: self.record.clone(),
-                            error: e,
-                        });
-                    }
-                    _ => {}
-                }
+                remove_if_present(&self.record)?;
                 return write_marker(marker, created_ns);
             }
             None => return Err(corrupt("format version")),
@@ -554,12 +533,7 @@ impl Store {
         let mut counts = self.counts;
         counts.add(&batch.counts);
         write.insert(KEY_COUNTS, counts.encode());
-        self.db
-            .apply_batch(write)
-            .map_err(|e| sled_error(&self.path, e))?;
-        if !self.defer_commit_flush {
-            self.flush()?;
-        }
+        self.apply_unless_deferred(write)?;
 
         self.lifetime.extend(lifetime);
         self.checkpoints.extend(batch.checkpoints);
@@ -638,7 +612,7 @@ impl Store {
         write.remove(KEY_PENDING);
         // A count taken from the export record moves into sled here.
         write.insert(KEY_EXPORTS, &self.exports.to_le_bytes());
-        if let Err(e) = self.write_delivered(write) {
+        if let Err(e) = self.apply_unless_deferred(write) {
             self.pending = Some(pending);
             return Err(e);
         }
@@ -663,18 +637,19 @@ impl Store {
         self.flush()
     }
 
-    /// What marks an export delivered needs no flush of its own: lost, the record's pending
-    /// export is replayed (cumulative) or counted as delivered (delta), as after a power cut.
-    /// Under [`Store::defer_commit_flush`] it waits for the close's flush, so that a `once`
-    /// waits for the disk once after its send, not twice.
-    fn write_delivered(&self, write: sled::Batch) -> Result<(), StoreError> {
-        if !self.defer_commit_flush {
-            return self.apply(write);
+    /// Writes `write` atomically, and flushes it unless [`Store::defer_commit_flush`] leaves
+    /// that to the next flush: for commits, and for what marks an export delivered, which needs
+    /// no flush of its own (lost, the record's pending export is replayed when cumulative or
+    /// counted as delivered when delta, as after a power cut), so that a `once` waits for the
+    /// disk once after its send, not twice.
+    fn apply_unless_deferred(&self, write: sled::Batch) -> Result<(), StoreError> {
+        if self.defer_commit_flush {
+            self.db
+                .apply_batch(write)
+                .map_err(|e| sled_error(&self.path, e))?;
+            return Ok(());
         }
-        self.db
-            .apply_batch(write)
-            .map_err(|e| sled_error(&self.path, e))?;
-        Ok(())
+        self.apply(write)
     }
 
     /// Writes sled's buffers to the log and waits for them (sled's `flush`: `sync_file_range`,
@@ -688,7 +663,7 @@ impl Store {
     /// until the next flush — the export's record, or [`Store::close_without_fsync`] — which then
     /// writes them all at once instead of one wait per commit. A `kill -9` in between loses
     /// those commits, and the next run reads the same lines again: nothing is lost or doubled.
-    /// The same goes for what marks an export delivered (see `write_delivered`), and the
+    /// The same goes for what marks an export delivered (see `apply_unless_deferred`), and the
     /// writeback of what sled dirtied at open starts at the close rather than before the send.
     /// Not for `run`, whose `/metrics` serves what is committed.
     pub fn defer_commit_flush(&mut self) {
@@ -783,6 +758,22 @@ fn start_writeback(file: &Path) {
     }
     #[cfg(not(target_os = "linux"))]
     let _ = file;
+}
+
+/// Deletes the file or folder at `path`, if there is one.
+fn remove_if_present(path: &Path) -> Result<(), StoreError> {
+    let removed = if path.is_dir() {
+        std::fs::remove_dir_all(path)
+    } else {
+        std::fs::remove_file(path)
+    };
+    match removed {
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(StoreError::Io {
+            path: path.to_path_buf(),
+            error,
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// `fsync`s the file or folder at `path`.
