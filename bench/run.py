@@ -110,7 +110,8 @@ def measure(lines, runs, endpoint, work, peers):
     shutil.rmtree(os.path.dirname(stats))
     return dict(lines=lines, ledger_mb=ledger_bytes / 2**20, base=median(base), back=median(back),
                 rss=max(rss), store=store, one_wall=median(one_wall), one_off=median(one_off),
-                one_ingest=median(one_ingest), one_rest=median(one_rest), tok=tok)
+                one_ingest=median(one_ingest), one_rest=median(one_rest), tok=tok,
+                spread=dict(back=(min(one_wall), max(one_wall)), rest=(min(one_rest), max(one_rest))))
 
 
 def tokdash(stats, work):
@@ -158,6 +159,14 @@ def main():
               f"{r['store'] / r['lines']:.1f} B | {r['back'] / r['lines'] * 1e6:.2f} us | "
               f"{r['one_wall'] * 1000:.1f} ms | {r['one_off'] * 1000:.1f} ms | {r['one_rest'] * 1000:.1f} ms | "
               f"{r['one_ingest']:.2f} ms |")
+    # The machine's speed, to read the absolute times by: issue 4's anchors were measured where
+    # the baseline took 0.9-1.0 s for 1M lines, and this kind of machine has also run 1.4-1.6 s.
+    for r in results:
+        if r["lines"] == 1_000_000:
+            (b0, b1), (r0, r1) = r["spread"]["back"], r["spread"]["rest"]
+            print(f"\nThis machine: baseline {r['base']:.2f} s for 1M lines (issue 4's anchor machine: 0.9-1.0 s). "
+                  f"One new line at 1M, every run: back to back {b0 * 1000:.1f}-{b1 * 1000:.1f} ms, "
+                  f"at rest {r0 * 1000:.1f}-{r1 * 1000:.1f} ms.")
     for r in results:
         tok = r["tok"]
         if tok:
