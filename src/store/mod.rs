@@ -339,8 +339,7 @@ impl Store {
                 let mut init = sled::Batch::default();
                 init.insert(KEY_VERSION, &FORMAT_VERSION.to_le_bytes());
                 init.insert(KEY_CREATED, &created_ns.to_le_bytes());
-                self.db.apply_batch(init).map_err(|e| sled_error(&self.path, e))?;
-                self.db.flush().map_err(|e| sled_error(&self.path, e))?;
+                self.apply(init)?;
                 // Once per store: sled's `flush` leaves the new log's length and folder entries
                 // to the kernel, and a marker that outlived its store would refuse the next run.
                 for path in [self.path.join("db"), self.path.clone()] {
@@ -474,9 +473,7 @@ impl Store {
                 write.insert(seen::bucket_key(&key, bucket), value);
             }
             write.remove(key);
-            self.db
-                .apply_batch(write)
-                .map_err(|e| sled_error(&self.path, e))?;
+            self.apply_without_flush(write)?;
         }
         let mut write = sled::Batch::default();
         write.insert(KEY_VERSION, &FORMAT_VERSION.to_le_bytes());
@@ -631,10 +628,13 @@ impl Store {
     }
 
     fn apply(&self, write: sled::Batch) -> Result<(), StoreError> {
-        self.db
-            .apply_batch(write)
-            .map_err(|e| sled_error(&self.path, e))?;
+        self.apply_without_flush(write)?;
         self.flush()
+    }
+
+    /// Writes `write` atomically into sled's buffers; the next flush takes it to the log.
+    fn apply_without_flush(&self, write: sled::Batch) -> Result<(), StoreError> {
+        self.db.apply_batch(write).map_err(|e| sled_error(&self.path, e))
     }
 
     /// Writes `write` atomically, and flushes it unless [`Store::defer_commit_flush`] leaves
@@ -644,12 +644,10 @@ impl Store {
     /// disk once after its send, not twice.
     fn apply_unless_deferred(&self, write: sled::Batch) -> Result<(), StoreError> {
         if self.defer_commit_flush {
-            self.db
-                .apply_batch(write)
-                .map_err(|e| sled_error(&self.path, e))?;
-            return Ok(());
+            self.apply_without_flush(write)
+        } else {
+            self.apply(write)
         }
-        self.apply(write)
     }
 
     /// Writes sled's buffers to the log and waits for them (sled's `flush`: `sync_file_range`,
