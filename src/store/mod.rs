@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 use xxhash_rust::xxh3::Xxh3Builder;
 
@@ -54,6 +54,9 @@ const CACHE_BYTES: u64 = 16 << 20;
 /// once hung for good inside sled (all threads parked, in CI); sled's default stays.
 /// BENCHMARKS.md has the measurements.
 const SEGMENT_BYTES: usize = 512 << 10;
+
+/// How long an open waits for sled's lock on its log to be let go (see `wait_for_sled_release`).
+const SLED_RELEASE_WAIT: Duration = Duration::from_secs(5);
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -273,6 +276,7 @@ impl Store {
         // A store folder that is gone was deleted (start over); one that is there but opens
         // empty was damaged (refuse).
         let existed = path.exists();
+        wait_for_sled_release(&path.join("db"));
         let db = sled::Config::new()
             .path(&path)
             .cache_capacity(CACHE_BYTES)
@@ -758,6 +762,25 @@ fn start_writeback(file: &Path) {
     let _ = file;
 }
 
+/// Waits until no one holds sled's lock on its log `db`, up to [`SLED_RELEASE_WAIT`]. sled lets
+/// go of that lock from one of its pool threads, a moment after the last handle to a store is
+/// dropped (spacejam/sled#1234), and fails an open that finds it held. The caller holds the state
+/// lock, so a holder can only be a store this process has just closed. On a timeout, or a log
+/// that cannot be opened, sled's open reports the problem.
+fn wait_for_sled_release(db: &Path) {
+    let Ok(log) = std::fs::File::open(db) else {
+        return;
+    };
+    let deadline = Instant::now() + SLED_RELEASE_WAIT;
+    // Our lock on `log`, when we get it, goes with `log` at the end of this function.
+    while let Err(std::fs::TryLockError::WouldBlock) = log.try_lock() {
+        if Instant::now() >= deadline {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 /// Deletes the file or folder at `path`, if there is one.
 fn remove_if_present(path: &Path) -> Result<(), StoreError> {
     let removed = if path.is_dir() {
@@ -961,6 +984,32 @@ mod tests {
         drop(store);
         let store = Store::open(killed.path(), false).unwrap();
         assert!(store.pending_export().is_none());
+    }
+
+    #[test]
+    fn an_open_waits_for_a_just_closed_store_to_let_go_of_sleds_lock() {
+        // sled lets go of its lock a moment after the drop, from a pool thread of its own. Here
+        // the test holds that lock instead, for a while after the next open has begun.
+        let dir = tempfile::tempdir().unwrap();
+        drop(Store::open(dir.path(), false).unwrap());
+        let log = std::fs::File::open(dir.path().join("store").join("db")).unwrap();
+        log.lock().unwrap();
+        let state_lock = dir.path().join("lock");
+        std::fs::remove_file(&state_lock).unwrap();
+        let state_dir = dir.path().to_path_buf();
+        let opener = std::thread::spawn(move || Store::open(&state_dir, false).map(drop));
+        // The opener writes its pid into the state lock once it holds it; sled's open follows.
+        while std::fs::read(&state_lock).map_or(true, |pid| pid.is_empty()) && !opener.is_finished() {
+            std::thread::yield_now();
+        }
+        let watch_until = Instant::now() + Duration::from_millis(200);
+        while !opener.is_finished() && Instant::now() < watch_until {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(!opener.is_finished(), "the open ended while sled's lock was held");
+        drop(log);
+        let opened = opener.join().unwrap();
+        assert!(opened.is_ok(), "{}", opened.unwrap_err());
     }
 
     #[test]
