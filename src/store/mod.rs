@@ -55,6 +55,9 @@ const CACHE_BYTES: u64 = 16 << 20;
 /// BENCHMARKS.md has the measurements.
 const SEGMENT_BYTES: usize = 512 << 10;
 
+/// sled's log, in the store folder: the file it locks, and the one a flush writes.
+const SLED_LOG: &str = "db";
+
 /// How long an open waits for sled's lock on its log to be let go (see `wait_for_sled_release`).
 const SLED_RELEASE_WAIT: Duration = Duration::from_secs(5);
 
@@ -276,7 +279,7 @@ impl Store {
         // A store folder that is gone was deleted (start over); one that is there but opens
         // empty was damaged (refuse).
         let existed = path.exists();
-        wait_for_sled_release(&path.join("db"));
+        wait_for_sled_release(&path.join(SLED_LOG));
         let db = sled::Config::new()
             .path(&path)
             .cache_capacity(CACHE_BYTES)
@@ -346,7 +349,7 @@ impl Store {
                 self.apply(init)?;
                 // Once per store: sled's `flush` leaves the new log's length and folder entries
                 // to the kernel, and a marker that outlived its store would refuse the next run.
-                for path in [self.path.join("db"), self.path.clone()] {
+                for path in [self.path.join(SLED_LOG), self.path.clone()] {
                     sync_file(&path)?;
                 }
                 // An export record left by a store that was deleted is not this one's.
@@ -578,7 +581,7 @@ impl Store {
         // the send, instead of queueing in front of the record's `fsync`. A `once` starts it at
         // its close instead, so that the one flush after its send does not queue behind it.
         if !self.defer_commit_flush {
-            start_writeback(&self.path.join("db"));
+            start_writeback(&self.path.join(SLED_LOG));
         }
         self.exports = exports;
         self.pending = Some(record.pending);
@@ -594,7 +597,7 @@ impl Store {
     /// so no other process can open the store while they might still write.
     pub fn close_without_fsync(self) -> Result<(), StoreError> {
         self.flush()?;
-        start_writeback(&self.path.join("db"));
+        start_writeback(&self.path.join(SLED_LOG));
         let Store { db, _lock, .. } = self;
         std::mem::forget(db);
         std::mem::forget(_lock);
@@ -992,7 +995,7 @@ mod tests {
         // the test holds that lock instead, for a while after the next open has begun.
         let dir = tempfile::tempdir().unwrap();
         drop(Store::open(dir.path(), false).unwrap());
-        let log = std::fs::File::open(dir.path().join("store").join("db")).unwrap();
+        let log = std::fs::File::open(dir.path().join("store").join(SLED_LOG)).unwrap();
         log.lock().unwrap();
         let state_lock = dir.path().join("lock");
         std::fs::remove_file(&state_lock).unwrap();
