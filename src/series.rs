@@ -239,6 +239,15 @@ impl Totals {
         out
     }
 
+    /// The larger of `self` and `other`, per quantity.
+    pub fn max(&self, other: &Totals) -> Totals {
+        let mut out = *self;
+        for (a, b) in out.0.iter_mut().zip(other.0) {
+            *a = (*a).max(b);
+        }
+        out
+    }
+
     pub fn encode(&self) -> [u8; Self::ENCODED_LEN] {
         let mut out = [0; Self::ENCODED_LEN];
         for (chunk, v) in out.chunks_exact_mut(8).zip(self.0) {

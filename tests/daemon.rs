@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use common::generator::{Generator, days};
 use common::model::Model;
 use common::receiver::Receiver;
-use common::{Fixture, free_port, scrape_totals, wait_until};
+use common::{Fixture, assert_success, free_port, scrape_totals, wait_until};
 
 const PATIENCE: Duration = Duration::from_secs(20);
 
@@ -398,13 +398,15 @@ fn second_instance_on_the_same_state_dir_exits_at_once() {
     drop(first);
 }
 
-/// Within one `run`, a series first seen after some exports starts at zero too (at the last
-/// export's time), and across `kill -9` and restarts a Prometheus-like reading of the points
-/// (one series per label set, drops read as restarts) adds up exactly.
+/// Every export of a store belongs to one cumulative stream: across `run` with new series
+/// mid-run, SIGTERM, `kill -9`, restarts, `once` over both protocols and `--reset-state`, every
+/// point has the store's one start time and instance, no value goes down, and the newest values
+/// are the truth.
 #[test]
-fn prometheus_sees_every_run_and_every_new_series_start_at_zero() {
+fn one_stream_for_the_stores_life_across_runs_kills_and_rebuilds() {
     let fx = Fixture::new();
     let receiver = Receiver::grpc();
+    let http = Receiver::http();
     let mut model = Model::default();
     let mut generator = Generator::new(34);
     let port = free_port();
@@ -415,24 +417,32 @@ fn prometheus_sees_every_run_and_every_new_series_start_at_zero() {
         let text = generator.day_file(day, 100 * (round + 1));
         fx.append(&format!("{day}.jsonl"), text.as_bytes());
         model.feed(text.as_bytes());
-        assert!(wait_until(PATIENCE, || receiver.backend_totals() == model.expected.totals()));
+        assert!(wait_until(PATIENCE, || receiver.newest_values() == model.expected.totals()));
         // A model nobody used before, mid-run.
         let line = format!(
             r#"{{"ts":"{day}T12:00:00Z","model":"brand/new-{round}","source":"cli","prompt":7,"completion":3,"total":10}}"#
         );
         fx.append_lines(&format!("{day}.jsonl"), &[&line]);
         model.line(line.as_bytes());
-        assert!(wait_until(PATIENCE, || receiver.backend_totals() == model.expected.totals()));
+        assert!(wait_until(PATIENCE, || receiver.newest_values() == model.expected.totals()));
         if round == 1 {
             daemon.kill9();
         } else {
             let (status, _, log) = daemon.terminate();
             assert!(status.success(), "{log}");
         }
-        assert_eq!(
-            receiver.prometheus_view(),
-            model.expected.totals(),
-            "after round {round}"
-        );
+        for once in [&receiver, &http] {
+            assert_success(&fx.export_to(once));
+        }
+        assert_eq!(receiver.check_one_stream(), Ok(()), "after round {round}");
+        assert_eq!(http.check_one_stream(), Ok(()), "after round {round}");
     }
+    assert_success(&fx.once_to(&receiver).arg("--reset-state").output().unwrap());
+    assert_eq!(receiver.check_one_stream(), Ok(()), "after --reset-state");
+    assert_eq!(receiver.newest_values(), model.expected.totals());
+    assert_eq!(
+        receiver.start_times(),
+        http.start_times(),
+        "both protocols carry one stream"
+    );
 }

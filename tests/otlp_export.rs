@@ -114,7 +114,6 @@ fn check_metric_shape(receiver: &Receiver) {
         "reasonix_exporter.bytes.read",
         "reasonix_exporter.files.tracked",
         "reasonix_exporter.poll.duration",
-        "reasonix_exporter.export.failures",
         "reasonix_exporter.label.folds",
         "reasonix_exporter.store.size",
     ] {
@@ -123,6 +122,8 @@ fn check_metric_shape(receiver: &Receiver) {
             "self-metric {name} missing: {health:?}"
         );
     }
+    // A count since the process started would start a new stream with every run: /metrics only.
+    assert!(!health.contains_key("reasonix_exporter.export.failures"));
     let want: BTreeMap<String, String> = [
         ("reasonix.cache_hit.tokens", "{token}"),
         ("reasonix.cache_miss.tokens", "{token}"),
@@ -260,7 +261,7 @@ fn resource_honours_otel_service_name_and_attributes() {
     assert!(resource_attr(first, "host.name").is_some());
 }
 
-fn check_late_answer_is_replayed_exactly(receiver: Receiver) {
+fn check_late_answer_is_superseded_exactly(receiver: Receiver) {
     let fx = Fixture::new();
     let mut model = Model::default();
     realistic_ledger(&fx, &mut model, 12);
@@ -278,27 +279,66 @@ fn check_late_answer_is_replayed_exactly(receiver: Receiver) {
     let more = Generator::new(4).day_file("2026-08-03", 40);
     fx.append("2026-08-03.jsonl", more.as_bytes());
     model.feed(more.as_bytes());
-    let out = fx.export_to(&receiver);
-    assert_success(&out);
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("re-sent"),
-        "the unconfirmed export is replayed"
-    );
-    assert_eq!(
-        receiver.backend_totals(),
-        model.expected.totals(),
-        "and counted once"
-    );
+    assert_success(&fx.export_to(&receiver));
+    // The next export carries the lifetime totals: it supersedes the first, landed or not.
+    assert_eq!(receiver.newest_values(), model.expected.totals(), "counted once");
+    assert_eq!(receiver.check_one_stream(), Ok(()));
 }
 
 #[test]
-fn export_answered_too_late_is_replayed_without_double_counting_grpc() {
-    check_late_answer_is_replayed_exactly(Receiver::grpc());
+fn export_answered_too_late_is_superseded_without_double_counting_grpc() {
+    check_late_answer_is_superseded_exactly(Receiver::grpc());
 }
 
 #[test]
-fn export_answered_too_late_is_replayed_without_double_counting_http() {
-    check_late_answer_is_replayed_exactly(Receiver::http());
+fn export_answered_too_late_is_superseded_without_double_counting_http() {
+    check_late_answer_is_superseded_exactly(Receiver::http());
+}
+
+/// Delta: an export whose answer never comes (the collector read the body and closed the
+/// connection, or answered too late) counts as delivered, so the backend may fall short of the
+/// truth but never goes past it; a refused one is sent again.
+#[test]
+fn delta_with_answers_dropped_never_exceeds_the_truth() {
+    let fx = Fixture::new();
+    let mut model = Model::default();
+    realistic_ledger(&fx, &mut model, 21);
+    let mut generator = Generator::new(22);
+    for (receiver, flaky) in [(Receiver::http(), "closes"), (Receiver::grpc(), "stalls")] {
+        let run = || {
+            fx.once_to(&receiver)
+                .env("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", "delta")
+                .env("OTEL_EXPORTER_OTLP_TIMEOUT", "300")
+                .output()
+                .unwrap()
+        };
+        for round in 0..3 {
+            let day = format!("2026-09-0{}", round + 1);
+            let text = generator.day_file(&day, 30);
+            fx.append(&format!("{day}.jsonl"), text.as_bytes());
+            model.feed(text.as_bytes());
+            match flaky {
+                "closes" => receiver.drop_answers(true),
+                _ => receiver.stall(Duration::from_millis(1000)),
+            }
+            assert!(!run().status.success(), "{flaky}: no answer fails the run");
+            let landed = receiver.backend_totals();
+            for (series, truth) in model.expected.totals() {
+                let got = landed.get(&series).copied().unwrap_or_default();
+                assert!(
+                    got.iter().zip(truth).all(|(g, t)| *g <= t),
+                    "{flaky}, round {round}: {series:?} has {got:?}, more than the truth {truth:?}"
+                );
+            }
+        }
+        receiver.drop_answers(false);
+        receiver.stall(Duration::ZERO);
+        assert_success(&run());
+        if flaky == "closes" {
+            // Every body did land: nothing was sent twice, so this collector has the truth.
+            assert_eq!(receiver.backend_totals(), model.expected.totals());
+        }
+    }
 }
 
 fn check_headers_and_gzip_reach_the_collector(receiver: Receiver) {
@@ -361,7 +401,7 @@ fn the_export_record_is_on_disk_before_the_export_is_sent_and_the_log_is_not_syn
         .expect("the export was sent");
     let before = &lines[..sent];
     let state = fx.state.canonicalize().unwrap();
-    let record = state.join("store.export");
+    let record = state.join("stream");
     let tmp = format!("{}.tmp>", record.display());
     let step = |what: &str, found: &dyn Fn(&str) -> bool| -> usize {
         before
@@ -385,14 +425,9 @@ fn the_export_record_is_on_disk_before_the_export_is_sent_and_the_log_is_not_syn
         written < synced && synced < renamed && renamed < folder,
         "out of order: write {written}, sync {synced}, rename {renamed}, folder sync {folder}"
     );
-    // sled `fsync`s its log once early in its open, before it has flushed anything
-    // (`sync_file_range`); from its first flush to the send, nothing `fsync`s the log.
+    // Nothing `fsync`s the store's log between the record's write and the send.
     let is_log = |l: &str| l.contains("/store/db>");
-    let first_flush = before
-        .iter()
-        .position(|l| is_log(l) && l.contains("sync_file_range("))
-        .expect("sled flushed the export's pending copy before the send");
-    let log_synced: Vec<&&str> = before[first_flush..]
+    let log_synced: Vec<&&str> = before[written..]
         .iter()
         .filter(|l| is_log(l) && (l.contains("fsync(") || l.contains("fdatasync(")))
         .collect();
@@ -405,28 +440,26 @@ fn the_export_record_is_on_disk_before_the_export_is_sent_and_the_log_is_not_syn
     assert_eq!(receiver.backend_totals(), model.expected.totals());
 }
 
-/// A Prometheus-like backend keeps one series per label set and reads a drop as a restart. Each
-/// run's stream starts with a zero point, so `increase()` over everything equals the contract's
-/// totals across runs whose first values are above the previous runs' last ones, and for
-/// history backfilled before the first export.
+/// History arrives as the counter's first value, and every later `once` continues the one
+/// stream: a backend keeping the newest value of each series has the truth after every run,
+/// and a run with nothing new sends the same values again (an export is idempotent).
 #[test]
-fn every_run_starts_at_zero_so_increase_over_runs_is_exact() {
+fn every_once_continues_the_one_stream_from_its_history() {
     let receiver = Receiver::http();
     let fx = Fixture::new();
     let mut model = Model::default();
     let mut generator = Generator::new(71);
     let all_days = days(4);
-    for day in &all_days {
-        // Each run sends more than the one before: without a zero point, no restart shows.
-        let text = generator.day_file(day, 50 * (1 + all_days.iter().position(|d| d == day).unwrap()));
+    for (i, day) in all_days.iter().enumerate() {
+        let text = generator.day_file(day, 50 * (1 + i));
         fx.append(&format!("{day}.jsonl"), text.as_bytes());
         model.feed(text.as_bytes());
         assert_success(&fx.export_to(&receiver));
-        assert_eq!(receiver.prometheus_view(), model.expected.totals(), "after {day}");
+        assert_eq!(receiver.newest_values(), model.expected.totals(), "after {day}");
     }
-    assert_eq!(receiver.backend_totals(), model.expected.totals());
-    // A run with nothing new sends nothing, zeros included.
     let before = receiver.data_requests().len();
     assert_success(&fx.export_to(&receiver));
-    assert_eq!(receiver.data_requests().len(), before);
+    assert_eq!(receiver.data_requests().len(), before + 1);
+    assert_eq!(receiver.newest_values(), model.expected.totals());
+    assert_eq!(receiver.check_one_stream(), Ok(()));
 }

@@ -1,12 +1,14 @@
 //! Contract §4: a corrupted store is refused with a one-line message naming the path and the fix,
-//! never silently reset; `--reset-state` rebuilds it from the ledger exactly. A store that lost
-//! writes recovers exactly from the export record beside it.
+//! never silently reset; `--reset-state` rebuilds it from the ledger exactly. A store that comes
+//! back behind what was exported catches up from the ledger before it exports, or holds the
+//! points it cannot bring back: no exported value ever goes down.
 
 mod common;
 
 use common::Fixture;
 use common::generator::Generator;
 use common::model::Model;
+use common::receiver::Receiver;
 
 /// Appends `lines` generated lines to `day`'s file, and to the model.
 fn add_day(fx: &Fixture, model: &mut Model, generator: &mut Generator, day: &str, lines: usize) {
@@ -69,76 +71,126 @@ fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
     }
 }
 
-/// A store that lost writes made after its last export was recorded (what a power cut does to
-/// a log that was not `fsync`ed, or an older copy put back): the export record beside it says
-/// what the collector may have, so the export is settled again, the lines the store lost are
-/// read again, and the collector's totals stay exact.
-#[test]
-fn store_older_than_its_export_record_recovers_exactly() {
-    let fx = Fixture::new();
-    let receiver = common::receiver::Receiver::http();
-    let mut model = Model::default();
-    let mut generator = Generator::new(52);
-    add_day(&fx, &mut model, &mut generator, "2026-08-01", 200);
-    common::assert_success(&fx.export_to(&receiver));
-    let backup = fx.root.path().join("store-backup");
-    copy_dir(&fx.state.join("store"), &backup);
-
+/// Three days exported one by one; returns the state dir as it was after the first export.
+fn three_exports(fx: &Fixture, receiver: &Receiver, model: &mut Model, seed: u64) -> std::path::PathBuf {
+    let mut generator = Generator::new(seed);
+    add_day(fx, model, &mut generator, "2026-08-01", 200);
+    common::assert_success(&fx.export_to(receiver));
+    let backup = fx.root.path().join("state-backup");
+    copy_dir(&fx.state, &backup);
+    std::fs::remove_file(backup.join("lock")).ok();
     for (day, lines) in [("2026-08-02", 100), ("2026-08-03", 70)] {
-        add_day(&fx, &mut model, &mut generator, day, lines);
-        common::assert_success(&fx.export_to(&receiver));
+        add_day(fx, model, &mut generator, day, lines);
+        common::assert_success(&fx.export_to(receiver));
     }
-    assert_eq!(receiver.backend_totals(), model.expected.totals());
+    assert_eq!(receiver.newest_values(), model.expected.totals());
+    backup
+}
 
-    // The store as it was two exports ago; the export record as it is.
+/// After `damage` to the state dir, the next `once` catches up from the ledger before it
+/// exports: the collector's newest values are the truth and no value went down.
+fn catches_up_after(seed: u64, damage: impl FnOnce(&Fixture, &std::path::Path), one_start: bool) {
+    let fx = Fixture::new();
+    let receiver = Receiver::http();
+    let mut model = Model::default();
+    let backup = three_exports(&fx, &receiver, &mut model, seed);
+    damage(&fx, &backup);
+    common::assert_success(&fx.export_to(&receiver));
+    assert_eq!(receiver.newest_values(), model.expected.totals());
+    assert_eq!(fx.status(), model.expected.status_json());
+    let check = if one_start {
+        receiver.check_one_stream()
+    } else {
+        receiver.check_never_down()
+    };
+    assert_eq!(check, Ok(()));
+    // And it goes on exactly.
+    add_day(&fx, &mut model, &mut Generator::new(seed + 1), "2026-08-04", 30);
+    common::assert_success(&fx.export_to(&receiver));
+    assert_eq!(receiver.newest_values(), model.expected.totals());
+}
+
+/// What a power cut does to a log that was not `fsync`ed: the store as it was two exports ago,
+/// the stream record as it is.
+#[test]
+fn a_store_behind_what_was_exported_catches_up_before_it_exports() {
+    catches_up_after(
+        52,
+        |fx, backup| {
+            std::fs::remove_dir_all(fx.state.join("store")).unwrap();
+            copy_dir(&backup.join("store"), &fx.state.join("store"));
+        },
+        true,
+    );
+}
+
+#[test]
+fn a_state_dir_put_back_from_a_backup_catches_up_before_it_exports() {
+    catches_up_after(
+        55,
+        |fx, backup| {
+            std::fs::remove_dir_all(&fx.state).unwrap();
+            copy_dir(backup, &fx.state);
+        },
+        true,
+    );
+}
+
+#[test]
+fn a_store_rebuilt_by_reset_state_continues_the_stream() {
+    catches_up_after(
+        56,
+        |fx, _| common::assert_success(&fx.run(&["once", "--otlp", "off", "--reset-state"])),
+        true,
+    );
+}
+
+/// Nothing is left to say when the stream started: a new one starts, from the ledger's totals.
+#[test]
+fn a_deleted_state_dir_starts_a_stream_that_never_goes_below_the_old_one() {
+    catches_up_after(57, |fx, _| std::fs::remove_dir_all(&fx.state).unwrap(), false);
+}
+
+/// A store behind what was exported whose ledger lost lines too cannot catch up: its points
+/// below what was sent are held, and said so, until the ledger brings them back.
+#[test]
+fn points_the_ledger_cannot_bring_back_are_held_and_said_so() {
+    let fx = Fixture::new();
+    let receiver = Receiver::http();
+    let mut model = Model::default();
+    let backup = three_exports(&fx, &receiver, &mut model, 58);
+    let lost = fx.root.path().join("lost-day");
+    std::fs::rename(fx.path("2026-08-03.jsonl"), &lost).unwrap();
     std::fs::remove_dir_all(fx.state.join("store")).unwrap();
-    copy_dir(&backup, &fx.state.join("store"));
+    copy_dir(&backup.join("store"), &fx.state.join("store"));
+
     let out = fx.export_to(&receiver);
     common::assert_success(&out);
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("behind its export record"),
-        "the recovery is reported"
+        String::from_utf8_lossy(&out.stderr).contains("held back"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(receiver.backend_totals(), model.expected.totals());
-    assert_eq!(fx.status(), model.expected.status_json());
+    assert_eq!(receiver.check_one_stream(), Ok(()));
 
-    // And it goes on exactly.
-    add_day(&fx, &mut model, &mut generator, "2026-08-04", 30);
-    common::assert_success(&fx.export_to(&receiver));
-    assert_eq!(receiver.backend_totals(), model.expected.totals());
+    std::fs::rename(&lost, fx.path("2026-08-03.jsonl")).unwrap();
+    let out = fx.export_to(&receiver);
+    common::assert_success(&out);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("held back"));
+    assert_eq!(receiver.newest_values(), model.expected.totals());
+    assert_eq!(receiver.check_one_stream(), Ok(()));
 }
 
-/// A store folder deleted after exports starts over (contract §4: everything still on disk is
-/// read again); the export record of the store that is gone does not stop the ones after it.
+/// A stream record that is damaged cannot say what was sent: refused with the fix, never
+/// guessed; `--reset-state` rebuilds from the ledger and starts a new stream.
 #[test]
-fn a_store_deleted_after_exports_starts_over_and_goes_on() {
+fn a_damaged_stream_record_is_refused_then_reset_rebuilds_it() {
     let fx = Fixture::new();
-    let receiver = common::receiver::Receiver::http();
-    let mut model = Model::default();
-    let mut generator = Generator::new(54);
-    add_day(&fx, &mut model, &mut generator, "2026-08-01", 80);
-    common::assert_success(&fx.export_to(&receiver));
-    assert!(fx.state.join("store.export").exists());
-
-    std::fs::remove_dir_all(fx.state.join("store")).unwrap();
-    fx.ingest();
-    assert_eq!(fx.status(), model.expected.status_json());
-    add_day(&fx, &mut model, &mut generator, "2026-08-02", 40);
-    fx.ingest();
-    assert_eq!(fx.status(), model.expected.status_json());
-    common::assert_success(&fx.export_to(&receiver));
-}
-
-/// An export record that is damaged cannot say what the collector has: refused with the fix,
-/// never guessed; `--reset-state` rebuilds from the ledger.
-#[test]
-fn a_damaged_export_record_is_refused_then_reset_rebuilds_it() {
-    let fx = Fixture::new();
-    let receiver = common::receiver::Receiver::http();
+    let receiver = Receiver::http();
     let mut model = Model::default();
     add_day(&fx, &mut model, &mut Generator::new(53), "2026-08-01", 120);
     common::assert_success(&fx.export_to(&receiver));
-    let record = fx.state.join("store.export");
+    let record = fx.state.join("stream");
     let mut bytes = std::fs::read(&record).unwrap();
     let middle = bytes.len() / 2;
     bytes[middle] ^= 0x40;
@@ -148,7 +200,7 @@ fn a_damaged_export_record_is_refused_then_reset_rebuilds_it() {
     assert!(!out.status.success(), "a damaged record must be refused");
     let error = common::the_error_line(&out);
     assert!(
-        error.contains("store.export") && error.contains("--reset-state"),
+        error.contains("stream") && error.contains("--reset-state"),
         "{error}"
     );
     assert_eq!(receiver.data_requests().len(), 1, "nothing was sent");
@@ -156,4 +208,6 @@ fn a_damaged_export_record_is_refused_then_reset_rebuilds_it() {
     let out = fx.run(&["--reset-state", "once", "--otlp", "off"]);
     common::assert_success(&out);
     assert_eq!(fx.status(), model.expected.status_json());
+    common::assert_success(&fx.export_to(&receiver));
+    assert_eq!(receiver.newest_values(), model.expected.totals());
 }

@@ -7,3 +7,12 @@ pub mod once;
 pub mod run;
 pub mod settings;
 pub mod status;
+
+/// Says that an export held points back (contract §4: no exported value ever goes down).
+fn warn_held(held: usize) {
+    if held > 0 {
+        tracing::warn!(
+            "{held} data points held back: the store is behind what was exported before (a power cut, a store put back from a backup, or a rebuilt store whose ledger lost lines); each is sent again once the ledger brings it back up"
+        );
+    }
+}

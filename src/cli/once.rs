@@ -1,5 +1,4 @@
-//! `once`: ingest what is new, export once (what earlier runs committed but never delivered
-//! included), flush, exit.
+//! `once`: ingest what is new, export the store's lifetime totals once, flush, exit.
 
 use std::io::ErrorKind;
 
@@ -69,13 +68,11 @@ pub async fn once(settings: &Settings) -> anyhow::Result<()> {
         store.close_without_fsync()?;
         return Ok(());
     };
-    let mut exporter = OtlpExporter::new(otlp.target.clone(), otlp.temporality)?;
+    let mut exporter = OtlpExporter::new(otlp.target.clone(), otlp.temporality, &settings.instance)?;
     let report = exporter.export(&mut store, &health).await.map_err(|e| {
         anyhow::anyhow!("{e}; nothing was lost: what was ingested stays committed and is exported next time")
     })?;
-    if report.replayed {
-        tracing::info!("re-sent the export an earlier run left unconfirmed");
-    }
+    super::warn_held(report.held);
     tracing::info!(
         "exported {} data points to {}",
         report.data_points,

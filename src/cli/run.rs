@@ -44,11 +44,14 @@ pub async fn run(settings: &Settings) -> anyhow::Result<()> {
         tokio::spawn(prometheus::serve(listener, snapshot_rx));
     }
     let exporter = match &settings.otlp {
-        Some(otlp) => Some(OtlpExporter::new(otlp.target.clone(), otlp.temporality)?),
+        Some(otlp) => Some(OtlpExporter::new(
+            otlp.target.clone(),
+            otlp.temporality,
+            &settings.instance,
+        )?),
         None => None,
     };
     let mut daemon = Daemon {
-        run_start_counts: *store.counts(),
         store,
         settings: settings.clone(),
         snapshots,
@@ -62,6 +65,7 @@ pub async fn run(settings: &Settings) -> anyhow::Result<()> {
         backoff: FIRST_RETRY,
         outage_since: None,
         export_failures: 0,
+        held: 0,
         snapshot_counts: None,
         last_poll: PollReport::default(),
     };
@@ -92,7 +96,8 @@ struct Daemon {
     backoff: Duration,
     outage_since: Option<Instant>,
     export_failures: u64,
-    run_start_counts: IngestCounts,
+    /// Points the last export held back (said once per change).
+    held: usize,
     /// The counts as of the last `status.json` written.
     snapshot_counts: Option<IngestCounts>,
     last_poll: PollReport,
@@ -213,14 +218,9 @@ impl Daemon {
         }
     }
 
-    fn health(&self, lifetime: bool) -> SelfStats {
-        let counts = if lifetime {
-            *self.store.counts()
-        } else {
-            self.store.counts().since(&self.run_start_counts)
-        };
+    fn health(&self) -> SelfStats {
         SelfStats {
-            counts,
+            counts: *self.store.counts(),
             export_failures: self.export_failures,
             files_tracked: self.last_poll.files as u64,
             last_poll_seconds: self.last_poll.duration().as_secs_f64(),
@@ -241,15 +241,15 @@ impl Daemon {
         }
         self.snapshots.send_replace(Arc::new(Snapshot {
             lifetime: self.store.lifetime().clone(),
-            created: Some(self.store.created()),
-            health: self.health(true),
+            created: Some(stream_start(&self.store)),
+            health: self.health(),
         }));
     }
 
-    /// Prepares the next request (recorded as pending) and sends it from a task of its own.
+    /// Prepares the next request (its record made durable) and sends it from a task of its own.
     fn start_export(&mut self) -> anyhow::Result<()> {
         self.retry_at = None;
-        let health = self.health(false);
+        let health = self.health();
         let Some(exporter) = self.exporter.as_mut() else {
             return Ok(());
         };
@@ -269,7 +269,14 @@ impl Daemon {
             return Ok(());
         };
         let (outgoing, result) = done;
-        let replay = outgoing.is_replay();
+        let held = outgoing.report().held;
+        if held != self.held {
+            self.held = held;
+            super::warn_held(held);
+            if held == 0 {
+                tracing::info!("no data point is held back any more");
+            }
+        }
         match exporter.complete(&mut self.store, outgoing, result) {
             Ok(_) => {
                 if let Some(since) = self.outage_since.take() {
@@ -280,10 +287,6 @@ impl Daemon {
                     );
                 }
                 self.backoff = FIRST_RETRY;
-                if replay {
-                    // The earlier run's request is settled: this run's own goes out next.
-                    self.retry_at = Some(tokio::time::Instant::now());
-                }
             }
             Err(ExportError::Store(e)) => return Err(e.into()),
             Err(e) => {
@@ -310,12 +313,11 @@ impl Daemon {
         if let Some(in_flight) = self.in_flight.take() {
             match tokio::time::timeout_at(deadline, in_flight).await {
                 Ok(Ok(done)) => self.finish_export(done)?,
-                _ => tracing::warn!("the export in flight did not finish; it is replayed by the next run"),
+                _ => tracing::warn!("the export in flight did not finish; the next export supersedes it"),
             }
         }
-        let health = self.health(false);
+        let health = self.health();
         if let Some(exporter) = self.exporter.as_mut() {
-            // An earlier run's unconfirmed request first, if any, then this run's own.
             let last = exporter.export(&mut self.store, &health);
             match tokio::time::timeout_at(deadline, last).await {
                 Ok(Ok(_)) => tracing::info!("stopped; everything committed was exported"),
@@ -330,6 +332,11 @@ impl Daemon {
         }
         Ok(())
     }
+}
+
+/// When the store's counters started: the start of its cumulative stream.
+fn stream_start(store: &Store) -> std::time::SystemTime {
+    std::time::UNIX_EPOCH + Duration::from_nanos(store.stream().start_ns)
 }
 
 async fn join(

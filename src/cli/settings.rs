@@ -38,6 +38,10 @@ pub struct Settings {
     /// Whether `run` and `once` enter the landlock sandbox.
     pub sandbox: Setting<bool>,
     pub reset_state: bool,
+    /// The store's identity towards backends (`service.instance.id`): `user@host`, with a short
+    /// hash of the state dir when it is not the default one, so that two stores on one host never
+    /// feed one series, and a store keeps its series across restarts and rebuilds.
+    pub instance: String,
 }
 
 /// Where and how to export.
@@ -236,7 +240,9 @@ impl Settings {
             ),
         )?;
 
+        let instance = instance_id(&state_dir.value, default_state_dir(env).as_deref());
         Ok(Settings {
+            instance,
             stats_dir,
             state_dir,
             config_file,
@@ -489,6 +495,38 @@ fn default_config_file(env: Env<'_>) -> Option<PathBuf> {
         .map(PathBuf::from)
         .or_else(|| home_dir(env).map(|h| h.join(".config")))?;
     Some(base.join("reasonix-exporter").join("config.toml"))
+}
+
+/// `user@host`, and `/` with 8 hex digits of the state dir's hash unless it is `default`.
+fn instance_id(state_dir: &Path, default: Option<&Path>) -> String {
+    let host = gethostname::gethostname().to_string_lossy().into_owned();
+    let mut id = format!("{}@{host}", user_name());
+    if default != Some(state_dir) {
+        let hash = xxhash_rust::xxh3::xxh3_64(state_dir.as_os_str().as_encoded_bytes());
+        id.push_str(&format!("/{:08x}", hash >> 32));
+    }
+    id
+}
+
+/// The name of the user this process runs as (not `$USER`, which a service may not have).
+fn user_name() -> String {
+    #[cfg(unix)]
+    {
+        // SAFETY: getpwuid returns a pointer into static storage or null; it is read at once,
+        // before any other call could reuse that storage, and copied out.
+        unsafe {
+            let uid = libc::getuid();
+            let entry = libc::getpwuid(uid);
+            if !entry.is_null() && !(*entry).pw_name.is_null() {
+                return std::ffi::CStr::from_ptr((*entry).pw_name)
+                    .to_string_lossy()
+                    .into_owned();
+            }
+            format!("uid{uid}")
+        }
+    }
+    #[cfg(not(unix))]
+    std::env::var("USERNAME").unwrap_or_else(|_| "user".into())
 }
 
 /// `$XDG_STATE_HOME/reasonix-exporter`, else the platform's per-user state folder.

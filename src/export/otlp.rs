@@ -1,27 +1,29 @@
-//! OTLP export with exact delivery bookkeeping (contract §4).
+//! OTLP export: one durable cumulative stream per store (contract §4), or delta on request.
 //!
-//! The store knows each series' lifetime totals and what the collector has confirmed
-//! (`delivered`). Each run has its own start time and, with cumulative temporality (the default),
-//! sends `lifetime - delivered at the run's start`, so a backend that adds up, per run, the last
-//! value it received arrives at exactly the lifetime totals.
+//! Cumulative (the default): every export carries each series' lifetime total from the store,
+//! under the one start time the stream record keeps for the store's whole life (see
+//! `store::stream`). An export is idempotent: a later one supersedes any earlier one, so a
+//! failed, timed-out or repeated export needs no bookkeeping, and a backend that keeps one series
+//! per label set sees one counter that never goes down. Before each send the stream record is
+//! made durable with the values about to go out; a point below what was once sent is held.
 //!
-//! A request is written to the store as *pending* before it is sent, and `delivered` moves only
-//! once the collector confirms it. A run that dies in between leaves the pending request behind;
-//! the next run sends those same bytes again before anything else. A cumulative point with the
-//! same start time and value is the same point to the backend, so the replay is exact whether or
-//! not the first send had landed. (Delta points cannot be replayed safely: a pending delta
-//! request is counted as delivered, which can only under-count, and only in that instant.)
+//! Delta (opt-in): each export carries what was committed since the last export that was not
+//! refused. Its outcome decides: confirmed, or unknown (a timeout, a connection closed after the
+//! body left), it counts as delivered — delta may under-count, never over-count; refused, or
+//! never sent, the same increments go out again next time. A run that dies mid-send leaves the
+//! export pending, and the next run counts it as delivered.
 //!
 //! We build the request ourselves from the official `opentelemetry-proto` types because the OTel
-//! SDK owns a run's start time and cannot replay an earlier run's points; see the README.
+//! SDK owns each process's start time and cannot carry the store's.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use prost::Message;
 
-use super::payload::{self, Interval, Temporality, ZeroPoints};
+use super::payload::{self, Contents, Interval, Temporality};
 use super::self_metrics::SelfStats;
 use super::transport::{OtlpTarget, SendError, Transport};
 use crate::series::{AttrSet, Totals};
@@ -31,8 +33,8 @@ use crate::store::{PendingExport, Store, StoreError};
 pub enum ExportError {
     #[error("OTLP endpoint {endpoint}: {detail}")]
     Setup { endpoint: String, detail: String },
-    #[error("export to {endpoint} failed: {detail}")]
-    Send { endpoint: String, detail: String },
+    #[error("export to {endpoint} failed: {error}")]
+    Send { endpoint: String, error: SendError },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -40,72 +42,52 @@ pub enum ExportError {
 /// What one export sent.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct ExportReport {
-    /// Data points in this run's request (0 when there was nothing to send).
+    /// Data points of the ledger metrics in the request (0 when there was nothing to send).
     pub data_points: usize,
-    /// Whether an earlier run's unconfirmed request was sent again first.
-    pub replayed: bool,
+    /// Points held back because the store is behind what was exported before.
+    pub held: usize,
 }
 
-/// A request ready to go, already recorded as pending in the store.
+/// A request ready to go; its stream record (cumulative) or pending export (delta) is durable.
 #[derive(Debug, Clone)]
 pub struct Outgoing {
-    pub request: std::sync::Arc<Vec<u8>>,
-    kind: OutgoingKind,
-}
-
-#[derive(Debug, Clone)]
-enum OutgoingKind {
-    /// An earlier run's unconfirmed request, sent again byte for byte.
-    Replay,
-    /// This run's counters, up to `end_ns`; `started` are the (series, quantity) pairs it sends
-    /// for the first time in this run, with a zero point before them.
-    Fresh {
-        end_ns: u64,
-        points: usize,
-        started: Vec<(AttrSet, usize)>,
-    },
+    pub request: Arc<Vec<u8>>,
+    report: ExportReport,
+    /// The lifetime totals the request was built from.
+    lifetime: BTreeMap<AttrSet, Totals>,
 }
 
 impl Outgoing {
-    pub fn is_replay(&self) -> bool {
-        matches!(self.kind, OutgoingKind::Replay)
+    pub fn report(&self) -> ExportReport {
+        self.report
     }
 }
 
-/// The OTLP side of one run.
+/// The OTLP side of a process.
 pub struct OtlpExporter {
     target: OtlpTarget,
     temporality: Temporality,
     transport: Transport,
     resource: Resource,
-    run_start_ns: u64,
-    /// Cumulative: `delivered` per series when this run's counting began.
-    base: Option<BTreeMap<AttrSet, Totals>>,
-    /// The last confirmed export's end: where a delta interval starts, and (cumulative) when a
-    /// series first sent later in the run was still zero.
-    last_export_ns: u64,
-    /// Cumulative: the (series, quantity) pairs this run has delivered, each once preceded by a
-    /// zero point.
-    sent: BTreeSet<(AttrSet, usize)>,
 }
 
 impl OtlpExporter {
-    /// Sets the exporter up; nothing is sent yet. Must run inside a tokio runtime.
-    pub fn new(target: OtlpTarget, temporality: Temporality) -> Result<OtlpExporter, ExportError> {
+    /// Sets the exporter up for the store known to backends as `instance`; nothing is sent yet.
+    /// Must run inside a tokio runtime.
+    pub fn new(
+        target: OtlpTarget,
+        temporality: Temporality,
+        instance: &str,
+    ) -> Result<OtlpExporter, ExportError> {
         let transport = Transport::new(&target).map_err(|detail| ExportError::Setup {
             endpoint: target.endpoint.clone(),
             detail,
         })?;
-        let run_start_ns = now_ns();
         Ok(OtlpExporter {
             target,
             temporality,
             transport,
-            resource: super::resource::resource(),
-            run_start_ns,
-            base: None,
-            last_export_ns: run_start_ns,
-            sent: BTreeSet::new(),
+            resource: super::resource::resource(instance),
         })
     }
 
@@ -118,151 +100,98 @@ impl OtlpExporter {
         self.transport.clone()
     }
 
-    /// Exports once, in place: an earlier run's unconfirmed request first, then everything
-    /// committed and not yet delivered. On failure nothing is lost: the next export carries it.
+    /// Exports once, in place. On failure nothing is lost: the next export carries it.
     pub async fn export(
         &mut self,
         store: &mut Store,
         health: &SelfStats,
     ) -> Result<ExportReport, ExportError> {
-        let mut report = ExportReport::default();
-        while let Some(outgoing) = self.prepare(store, health)? {
-            let result = self.transport().send(&outgoing.request).await;
-            let replay = outgoing.is_replay();
-            let points = self.complete(store, outgoing, result)?;
-            if !replay {
-                report.data_points = points;
-                break;
-            }
-            report.replayed = true;
-        }
-        Ok(report)
+        let Some(outgoing) = self.prepare(store, health)? else {
+            return Ok(ExportReport::default());
+        };
+        let result = self.transport().send(&outgoing.request).await;
+        self.complete(store, outgoing, result)
     }
 
-    /// The next request to send, recorded as pending; `None` when there is nothing to send.
+    /// The next request to send, its record made durable; `None` when there is nothing to send.
     pub fn prepare(
         &mut self,
         store: &mut Store,
         health: &SelfStats,
     ) -> Result<Option<Outgoing>, ExportError> {
-        if let Some(pending) = store.pending_export() {
-            if !pending.cumulative {
-                // Delta cannot be replayed safely: count it as delivered (only ever under-counts).
-                store.finish_export()?;
-            } else if pending.run_start_ns != self.run_start_ns {
-                return Ok(Some(Outgoing {
-                    request: std::sync::Arc::new(pending.request.clone()),
-                    kind: OutgoingKind::Replay,
-                }));
-            }
-            // Otherwise it is this run's own: the request built below supersedes it.
+        if store.pending_export().is_some() {
+            // A delta export a run did not see answered: its outcome is unknown.
+            store.finish_export()?;
         }
-
-        let lifetime = store.lifetime();
-        let now = now_ns();
-        let (values, interval) = match self.temporality {
-            Temporality::Cumulative => {
-                let base = self.base.get_or_insert_with(|| store.delivered().clone());
-                (
-                    subtract(lifetime, base),
-                    Interval {
-                        start_ns: self.run_start_ns,
-                        end_ns: now,
-                    },
-                )
-            }
+        let stream = store.stream();
+        let end_ns = stream.next_time_ns(now_ns());
+        let lifetime = store.lifetime().clone();
+        let (values, start_ns) = match self.temporality {
+            Temporality::Cumulative => (lifetime.clone(), stream.start_ns),
             Temporality::Delta => (
-                subtract(lifetime, store.delivered()),
-                Interval {
-                    start_ns: self.last_export_ns,
-                    end_ns: now,
-                },
+                subtract(&lifetime, store.delivered()),
+                // Right after the last export (or the stream's start): delta intervals follow
+                // one another without overlap.
+                stream.last_time_ns.max(stream.start_ns),
             ),
         };
-        let run = Interval {
-            start_ns: self.run_start_ns,
-            end_ns: now,
+        let contents = Contents {
+            values: &values,
+            temporality: self.temporality,
+            interval: Interval { start_ns, end_ns },
+            health,
+            stream,
         };
-        let zeros = (self.temporality == Temporality::Cumulative).then_some(ZeroPoints {
-            sent: &self.sent,
-            at_ns: self.last_export_ns,
-        });
-        let Some(built) = payload::request(
-            &self.resource,
-            &values,
-            self.temporality,
-            interval,
-            Some((health, run)),
-            zeros,
-        ) else {
+        let Some(built) = payload::request(&self.resource, &contents) else {
             return Ok(None);
         };
-        let pending = PendingExport {
-            run_start_ns: self.run_start_ns,
-            cumulative: self.temporality == Temporality::Cumulative,
-            request: built.request.encode_to_vec(),
-            delivered_after: lifetime.clone(),
-        };
-        let request = std::sync::Arc::new(pending.request.clone());
-        store.begin_export(pending)?;
+        let marked = payload::marked(&contents);
+        if self.temporality == Temporality::Delta {
+            store.begin_export(PendingExport {
+                delivered_after: lifetime.clone(),
+            })?;
+        }
+        store.record_stream(marked)?;
         Ok(Some(Outgoing {
-            request,
-            kind: OutgoingKind::Fresh {
-                end_ns: now,
-                points: built.points,
-                started: built.zeroed,
+            request: Arc::new(built.request.encode_to_vec()),
+            report: ExportReport {
+                data_points: built.points,
+                held: built.held,
             },
+            lifetime,
         }))
     }
 
-    /// Records the collector's answer to `outgoing`; returns the data points delivered.
+    /// Records the collector's answer to `outgoing`.
     pub fn complete(
         &mut self,
         store: &mut Store,
         outgoing: Outgoing,
         result: Result<(), SendError>,
-    ) -> Result<usize, ExportError> {
-        let (end_ns, points) = match (outgoing.kind, result) {
-            (OutgoingKind::Replay, Ok(())) => {
-                store.finish_export()?;
-                return Ok(0);
-            }
-            (
-                OutgoingKind::Fresh {
-                    end_ns,
-                    points,
-                    started,
-                },
-                Ok(()),
-            ) => {
-                self.sent.extend(started);
-                (end_ns, points)
-            }
-            // Cumulative: left pending, to be replayed (or superseded) by the next export.
-            (OutgoingKind::Replay, Err(e)) => return Err(self.send_error(e)),
-            (OutgoingKind::Fresh { end_ns, .. }, Err(e)) => {
-                match (self.temporality, &e) {
-                    (Temporality::Cumulative, _) => {}
-                    // Delta, no answer: the collector may have it; err toward under-counting.
-                    (Temporality::Delta, SendError::Timeout(_)) => {
-                        store.finish_export()?;
-                        self.last_export_ns = end_ns;
-                    }
-                    // Delta, refused: the next export carries the amount again.
-                    (Temporality::Delta, SendError::Failed(_)) => store.abandon_export()?,
+    ) -> Result<ExportReport, ExportError> {
+        match (self.temporality, result) {
+            (Temporality::Cumulative, Ok(())) => store.confirm_delivered(&outgoing.lifetime)?,
+            // Nothing to undo: the next export carries the same totals, or higher.
+            (Temporality::Cumulative, Err(error)) => return Err(self.send_error(error)),
+            (Temporality::Delta, Ok(())) => store.finish_export()?,
+            (Temporality::Delta, Err(error)) => {
+                if error.outcome_unknown() {
+                    // The collector may have it: err toward under-counting.
+                    store.finish_export()?;
+                } else {
+                    // It certainly does not: the next export carries the amount again.
+                    store.abandon_export()?;
                 }
-                return Err(self.send_error(e));
+                return Err(self.send_error(error));
             }
-        };
-        store.finish_export()?;
-        self.last_export_ns = end_ns;
-        Ok(points)
+        }
+        Ok(outgoing.report)
     }
 
     fn send_error(&self, error: SendError) -> ExportError {
         ExportError::Send {
             endpoint: self.target.endpoint.clone(),
-            detail: error.to_string(),
+            error,
         }
     }
 }

@@ -1,10 +1,11 @@
 //! The OTLP request for a set of counter values: the eight metrics of contract §3, one data point
-//! per series and quantity with a value, all with the exporting run's start time.
+//! per series and quantity with a value, and the exporter's own health.
 //!
-//! With cumulative temporality, a series' first point in a run is preceded by a zero point: the
-//! backend then sees each run's stream start at zero (see [`ZeroPoints`]).
+//! With cumulative temporality every point is the store's lifetime total under the stream's one
+//! start time, and a point below the highest value ever sent for it (its mark, see
+//! `store::stream`) is held rather than sent: no exported value ever goes down.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, KeyValue, any_value};
@@ -16,6 +17,7 @@ use opentelemetry_proto::tonic::resource::v1::Resource;
 
 use super::self_metrics::{Kind, SelfStats};
 use crate::series::{AttrSet, Quantity, Totals};
+use crate::store::stream::StreamRecord;
 
 /// Whether points carry running sums or increments.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,30 +26,14 @@ pub enum Temporality {
     Delta,
 }
 
-/// Zero points for the series and quantities a run has not sent yet.
-///
-/// Each run is its own cumulative stream that starts at zero, but Prometheus-like backends keep one
-/// series per label set and only see a new stream when a value goes down: a run whose first value
-/// is above the previous run's last would look like a smaller increase, and history backfilled
-/// before the first export would look like none. An explicit 0 before a (series, quantity)'s first
-/// value in a run makes every start visible.
-#[derive(Debug, Clone, Copy)]
-pub struct ZeroPoints<'a> {
-    /// `(series, quantity index)` pairs this run already sent (and the collector confirmed).
-    pub sent: &'a BTreeSet<(AttrSet, usize)>,
-    /// When the zero holds: the run's start, or its last confirmed export for series that appear
-    /// later.
-    pub at_ns: u64,
-}
-
 /// A built request.
 #[derive(Debug)]
 pub struct Built {
     pub request: ExportMetricsServiceRequest,
-    /// Data points of the eight ledger metrics (zero points not counted).
+    /// Data points of the eight ledger metrics.
     pub points: usize,
-    /// The (series, quantity index) pairs that got a zero point.
-    pub zeroed: Vec<(AttrSet, usize)>,
+    /// Points held back because they were below their mark.
+    pub held: usize,
 }
 
 /// The interval the points cover, in Unix nanoseconds.
@@ -57,41 +43,49 @@ pub struct Interval {
     pub end_ns: u64,
 }
 
-/// Builds the request; `None` when no series has a value to send. `points` counts the data
-/// points of the eight ledger metrics; the exporter's own health (`health`) rides along.
-pub fn request(
-    resource: &Resource,
-    values: &BTreeMap<AttrSet, Totals>,
-    temporality: Temporality,
-    interval: Interval,
-    health: Option<(&SelfStats, Interval)>,
-    zeros: Option<ZeroPoints<'_>>,
-) -> Option<Built> {
-    let mut points = 0;
-    let mut zeroed = Vec::new();
+/// What one request carries.
+pub struct Contents<'a> {
+    /// The ledger series' values: lifetime totals (cumulative) or increments (delta).
+    pub values: &'a BTreeMap<AttrSet, Totals>,
+    pub temporality: Temporality,
+    /// The ledger points' interval.
+    pub interval: Interval,
+    /// The exporter's own health; its counters are lifetime counts from the stream's start.
+    pub health: &'a SelfStats,
+    /// The stream: its start for the health counters and, with cumulative temporality, the marks
+    /// below which a point is held.
+    pub stream: &'a StreamRecord,
+}
+
+/// Builds the request; `None` when no ledger series has a value to send.
+pub fn request(resource: &Resource, contents: &Contents<'_>) -> Option<Built> {
+    let cumulative = contents.temporality == Temporality::Cumulative;
+    let interval = contents.interval;
+    let (mut points, mut held) = (0, 0);
     let mut metrics: Vec<Metric> = Quantity::ALL
         .iter()
-        .enumerate()
-        .filter_map(|(index, quantity)| {
-            let point = |attrs: &AttrSet, time_ns: u64, value: u64| NumberDataPoint {
-                attributes: attributes(attrs),
-                start_time_unix_nano: interval.start_ns,
-                time_unix_nano: time_ns,
-                // OTLP integers are signed: a sum past 2^63 is pinned, never wrapped.
-                value: Some(number_data_point::Value::AsInt(
-                    i64::try_from(value).unwrap_or(i64::MAX),
-                )),
-                ..NumberDataPoint::default()
-            };
+        .filter_map(|quantity| {
             let mut data_points = Vec::new();
-            for (attrs, totals) in values.iter().filter(|(_, t)| t.get(*quantity) > 0) {
-                if let Some(zeros) = zeros
-                    && !zeros.sent.contains(&(attrs.clone(), index))
-                {
-                    data_points.push(point(attrs, zeros.at_ns, 0));
-                    zeroed.push((attrs.clone(), index));
+            for (attrs, totals) in contents.values {
+                let value = totals.get(*quantity);
+                if value == 0 {
+                    continue;
                 }
-                data_points.push(point(attrs, interval.end_ns, totals.get(*quantity)));
+                let mark = contents.stream.series.get(attrs).map_or(0, |m| m.get(*quantity));
+                if cumulative && value < mark {
+                    held += 1;
+                    continue;
+                }
+                data_points.push(NumberDataPoint {
+                    attributes: attributes(attrs),
+                    start_time_unix_nano: interval.start_ns,
+                    time_unix_nano: interval.end_ns,
+                    // OTLP integers are signed: a sum past 2^63 is pinned, never wrapped.
+                    value: Some(number_data_point::Value::AsInt(
+                        i64::try_from(value).unwrap_or(i64::MAX),
+                    )),
+                    ..NumberDataPoint::default()
+                });
                 points += 1;
             }
             if data_points.is_empty() {
@@ -103,7 +97,7 @@ pub fn request(
                 unit: quantity.unit().into(),
                 data: Some(metric::Data::Sum(Sum {
                     data_points,
-                    aggregation_temporality: match temporality {
+                    aggregation_temporality: match contents.temporality {
                         Temporality::Cumulative => AggregationTemporality::Cumulative,
                         Temporality::Delta => AggregationTemporality::Delta,
                     } as i32,
@@ -113,12 +107,14 @@ pub fn request(
             })
         })
         .collect();
-    if metrics.is_empty() {
+    if metrics.is_empty() && held == 0 {
         return None;
     }
-    if let Some((health, run)) = health {
-        metrics.extend(self_metrics(health, run));
-    }
+    let own = Interval {
+        start_ns: contents.stream.start_ns,
+        end_ns: interval.end_ns,
+    };
+    metrics.extend(self_metrics(contents.health, own, &contents.stream.own));
     let request = ExportMetricsServiceRequest {
         resource_metrics: vec![ResourceMetrics {
             resource: Some(resource.clone()),
@@ -137,8 +133,46 @@ pub fn request(
     Some(Built {
         request,
         points,
-        zeroed,
+        held,
     })
+}
+
+/// The stream after `contents` went out: every mark raised to what was offered (a held point's
+/// mark is already higher), the newest time moved to this export's.
+pub fn marked(contents: &Contents<'_>) -> StreamRecord {
+    let mut stream = contents.stream.clone();
+    stream.last_time_ns = contents.interval.end_ns;
+    if contents.temporality == Temporality::Cumulative {
+        for (attrs, totals) in contents.values {
+            let mark = stream.series.entry(attrs.clone()).or_default();
+            *mark = mark.max(totals);
+        }
+    }
+    for (name, value) in own_counters(contents.health) {
+        let mark = stream.own.entry(name).or_default();
+        *mark = (*mark).max(value);
+    }
+    stream
+}
+
+/// The exporter's own counters that carry lifetime counts, by point name.
+fn own_counters(health: &SelfStats) -> impl Iterator<Item = (String, u64)> {
+    health
+        .metrics()
+        .into_iter()
+        .filter(|m| m.kind == Kind::Counter)
+        .flat_map(|m| {
+            m.values
+                .into_iter()
+                .map(move |(reason, value)| (own_point(m.otlp_name, reason), value as u64))
+        })
+}
+
+fn own_point(name: &str, reason: Option<&str>) -> String {
+    match reason {
+        Some(reason) => format!("{name}/{reason}"),
+        None => name.to_string(),
+    }
 }
 
 fn attributes(attrs: &AttrSet) -> Vec<KeyValue> {
@@ -155,16 +189,23 @@ fn attributes(attrs: &AttrSet) -> Vec<KeyValue> {
         .collect()
 }
 
-/// The exporter's health as OTLP metrics: cumulative counters over this run (`run`), gauges as
-/// they are now.
-fn self_metrics(health: &SelfStats, run: Interval) -> Vec<Metric> {
+/// The exporter's health as OTLP metrics: counters as lifetime counts from the stream's start
+/// (`own`), a point below its mark held like a ledger point; gauges as they are now.
+fn self_metrics(health: &SelfStats, own: Interval, marks: &BTreeMap<String, u64>) -> Vec<Metric> {
     health
         .metrics()
         .into_iter()
-        .map(|m| {
-            let points = m
+        .filter(|m| m.kind != Kind::ProcessCounter)
+        .filter_map(|m| {
+            let points: Vec<NumberDataPoint> = m
                 .values
                 .iter()
+                .filter(|(reason, value)| {
+                    m.kind == Kind::Gauge
+                        || marks
+                            .get(&own_point(m.otlp_name, *reason))
+                            .is_none_or(|mark| *value as u64 >= *mark)
+                })
                 .map(|(reason, value)| NumberDataPoint {
                     attributes: reason
                         .map(|r| {
@@ -177,19 +218,21 @@ fn self_metrics(health: &SelfStats, run: Interval) -> Vec<Metric> {
                             }]
                         })
                         .unwrap_or_default(),
-                    start_time_unix_nano: run.start_ns,
-                    time_unix_nano: run.end_ns,
+                    start_time_unix_nano: own.start_ns,
+                    time_unix_nano: own.end_ns,
                     value: Some(match m.kind {
-                        Kind::Counter => number_data_point::Value::AsInt(*value as i64),
                         Kind::Gauge => number_data_point::Value::AsDouble(*value),
+                        _ => number_data_point::Value::AsInt(*value as i64),
                     }),
                     ..NumberDataPoint::default()
                 })
                 .collect();
+            if points.is_empty() {
+                return None;
+            }
             let data = match m.kind {
-                Kind::Counter => metric::Data::Sum(Sum {
+                Kind::Counter | Kind::ProcessCounter => metric::Data::Sum(Sum {
                     data_points: points,
-                    // This run's counts, whatever the ledger metrics' temporality.
                     aggregation_temporality: AggregationTemporality::Cumulative as i32,
                     is_monotonic: true,
                 }),
@@ -197,13 +240,13 @@ fn self_metrics(health: &SelfStats, run: Interval) -> Vec<Metric> {
                     data_points: points,
                 }),
             };
-            Metric {
+            Some(Metric {
                 name: m.otlp_name.into(),
                 description: m.help.into(),
                 unit: m.unit.into(),
                 data: Some(data),
                 ..Metric::default()
-            }
+            })
         })
         .collect()
 }

@@ -22,7 +22,7 @@ use crate::series::{AttrSet, Quantity, Totals};
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
     pub lifetime: BTreeMap<AttrSet, Totals>,
-    /// When the store was created: the start of every lifetime counter.
+    /// When the store's stream started: the start of every lifetime counter.
     pub created: Option<SystemTime>,
     pub health: SelfStats,
 }
@@ -90,7 +90,7 @@ pub fn encode(snapshot: &Snapshot, openmetrics: bool) -> String {
     }
     for metric in snapshot.health.metrics() {
         let (name, kind) = match metric.kind {
-            Kind::Counter => (format!("{}_total", metric.prom_name), "counter"),
+            Kind::Counter | Kind::ProcessCounter => (format!("{}_total", metric.prom_name), "counter"),
             Kind::Gauge => (metric.prom_name.to_string(), "gauge"),
         };
         header_lines(

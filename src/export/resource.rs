@@ -1,6 +1,8 @@
 //! The OTel resource of contract §3: `service.name=reasonix-exporter`, `service.version`,
-//! `host.name`, then `OTEL_RESOURCE_ATTRIBUTES` and `OTEL_SERVICE_NAME` on top (parsed by the
-//! SDK's own detector), as the OTLP message carries it.
+//! `host.name`, the store's identity as `service.instance.id`, then `OTEL_RESOURCE_ATTRIBUTES`
+//! and `OTEL_SERVICE_NAME` on top (parsed by the SDK's own detector), as the OTLP message
+//! carries it. Nothing in it changes from one run to the next: a backend that makes series of
+//! resource attributes (Prometheus' `job` and `instance`) keeps one series per store.
 
 use opentelemetry::KeyValue;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue as ProtoKeyValue};
@@ -8,7 +10,7 @@ use opentelemetry_proto::tonic::resource::v1::Resource as ProtoResource;
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::resource::{EnvResourceDetector, ResourceDetector, TelemetryResourceDetector};
 
-pub fn resource() -> ProtoResource {
+pub fn resource(instance: &str) -> ProtoResource {
     let host = gethostname::gethostname().to_string_lossy().into_owned();
     let detectors: [Box<dyn ResourceDetector>; 2] = [
         Box::new(TelemetryResourceDetector),
@@ -19,6 +21,7 @@ pub fn resource() -> ProtoResource {
             KeyValue::new("service.name", "reasonix-exporter"),
             KeyValue::new("service.version", env!("CARGO_PKG_VERSION")),
             KeyValue::new("host.name", host),
+            KeyValue::new("service.instance.id", instance.to_string()),
         ])
         .with_detectors(&detectors);
     let resource = match std::env::var("OTEL_SERVICE_NAME") {

@@ -8,7 +8,12 @@ use crate::store::counts::IngestCounts;
 /// A self-metric's kind: a monotonic counter, or a gauge that goes up and down.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
+    /// A lifetime count, kept in the store: one stream for the store's life, like the ledger's.
     Counter,
+    /// A count since this process started: served on `/metrics` (where a restart is a process
+    /// restart, as for any Prometheus target), not sent over OTLP (where it would start a new
+    /// stream with every run).
+    ProcessCounter,
     Gauge,
 }
 
@@ -29,7 +34,7 @@ pub struct SelfMetric {
 /// A moment's view of the exporter's health.
 #[derive(Debug, Default, Clone, Copy, PartialEq)]
 pub struct SelfStats {
-    /// Line counts; lifetime for Prometheus, this run's for OTLP.
+    /// Line counts over the store's lifetime.
     pub counts: IngestCounts,
     pub export_failures: u64,
     pub files_tracked: u64,
@@ -66,6 +71,14 @@ impl SelfStats {
             kind: Kind::Gauge,
             values: vec![(None, value)],
         };
+        let mut export_failures = counter(
+            "reasonix_exporter.export.failures",
+            "reasonix_exporter_export_failures",
+            "{request}",
+            "OTLP export requests that failed (since this process started).",
+            self.export_failures,
+        );
+        export_failures.kind = Kind::ProcessCounter;
         vec![
             counter(
                 "reasonix_exporter.lines.read",
@@ -114,13 +127,7 @@ impl SelfStats {
                 "Increments folded into the attribute set `other` by the cardinality limit.",
                 c.folded,
             ),
-            counter(
-                "reasonix_exporter.export.failures",
-                "reasonix_exporter_export_failures",
-                "{request}",
-                "OTLP export requests that failed (since this process started).",
-                self.export_failures,
-            ),
+            export_failures,
             gauge(
                 "reasonix_exporter.files.tracked",
                 "reasonix_exporter_files_tracked",

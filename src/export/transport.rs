@@ -105,20 +105,32 @@ pub struct OtlpTarget {
     pub tls: TlsFiles,
 }
 
-/// Why a request did not get through.
+/// Why a request did not get through, by what the collector can have of it.
 #[derive(Debug)]
 pub enum SendError {
-    /// No answer in time: the collector may or may not have the data.
-    Timeout(String),
-    /// The collector answered with an error, or could not be reached: it does not have the data.
-    Failed(String),
+    /// No connection could be made: not a byte of the request left.
+    NotSent(String),
+    /// The collector answered with a refusal: it does not have the data.
+    Refused(String),
+    /// Sent, or partly sent, and no answer came: a timeout, a connection closed or reset before
+    /// the answer. The collector may or may not have the data.
+    Unknown(String),
 }
+
+impl SendError {
+    /// Whether the collector may have the data after all.
+    pub fn outcome_unknown(&self) -> bool {
+        matches!(self, SendError::Unknown(_))
+    }
+}
+
+impl std::error::Error for SendError {}
 
 impl fmt::Display for SendError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SendError::Timeout(detail) => write!(f, "no answer in time ({detail})"),
-            SendError::Failed(detail) => f.write_str(detail),
+            SendError::NotSent(detail) | SendError::Refused(detail) => f.write_str(detail),
+            SendError::Unknown(detail) => write!(f, "no answer ({detail})"),
         }
     }
 }
@@ -227,7 +239,7 @@ impl Transport {
                 timeout,
             } => {
                 let message = ExportMetricsServiceRequest::decode(request)
-                    .map_err(|e| SendError::Failed(format!("unreadable pending request: {e}")))?;
+                    .map_err(|e| SendError::NotSent(format!("unreadable request: {e}")))?;
                 let mut call = tonic::Request::new(message);
                 call.set_timeout(timeout);
                 for (key, value) in metadata.iter() {
@@ -235,10 +247,7 @@ impl Transport {
                 }
                 match client.export(call).await {
                     Ok(_) => Ok(()),
-                    Err(status) if status.code() == tonic::Code::DeadlineExceeded => {
-                        Err(SendError::Timeout(format!("gRPC {}", status.code())))
-                    }
-                    Err(status) => Err(SendError::Failed(with_tls_hint(grpc_failure(&status)))),
+                    Err(status) => Err(grpc_send_error(&status)),
                 }
             }
             Transport::Http {
@@ -259,20 +268,23 @@ impl Transport {
                     .send()
                     .await
                     .map_err(|e| {
-                        if e.is_timeout() {
-                            SendError::Timeout("HTTP".into())
+                        let detail =
+                            with_tls_hint(format!("cannot reach the collector: {}", error_chain(&e)));
+                        if e.is_connect() {
+                            SendError::NotSent(detail)
+                        } else if e.is_timeout() {
+                            SendError::Unknown("HTTP, timed out".into())
                         } else {
-                            SendError::Failed(with_tls_hint(format!(
-                                "cannot reach the collector: {}",
-                                error_chain(&e)
-                            )))
+                            SendError::Unknown(detail)
                         }
                     })?;
                 let status = response.status();
                 if status.is_success() {
                     Ok(())
                 } else {
-                    Err(SendError::Failed(format!("the collector answered HTTP {status}")))
+                    Err(SendError::Refused(format!(
+                        "the collector answered HTTP {status}"
+                    )))
                 }
             }
         }
@@ -327,6 +339,24 @@ fn with_tls_hint(detail: String) -> String {
         )
     } else {
         detail
+    }
+}
+
+/// What a failed gRPC call means for the data. A status the collector sent has no source; one
+/// made on this side from a transport error has one: a failed connect sent nothing, anything
+/// later (a reset, a closed stream) may have delivered the request without its answer.
+fn grpc_send_error(status: &tonic::Status) -> SendError {
+    let detail = with_tls_hint(grpc_failure(status));
+    let chain = std::error::Error::source(status).map(error_chain);
+    match (status.code(), chain) {
+        (tonic::Code::DeadlineExceeded | tonic::Code::Cancelled, _) => {
+            SendError::Unknown(format!("gRPC {}", status.code()))
+        }
+        (_, None) => SendError::Refused(detail),
+        (_, Some(chain)) if chain.contains("tcp connect error") || chain.contains("dns error") => {
+            SendError::NotSent(detail)
+        }
+        (_, Some(_)) => SendError::Unknown(detail),
     }
 }
 

@@ -1,17 +1,16 @@
-//! The export record: the last export begun, in a small file of its own beside the store.
+//! The export record: the last delta export begun, in a small file of its own beside the store.
 //!
-//! It is the one write that must survive a power cut: were an export the collector took lost,
-//! the next run would send the same increments again under a new start time. So it is written
-//! and `fsync`ed before a byte of the export leaves, and the store (sled) is never `fsync`ed for
-//! an export: a `fsync` of sled's log pays for every page sled dirtied since it opened, which
-//! for a short `once` is megabytes of free segments sled rewrites at each open.
+//! It must survive a power cut: were a delta export the collector took lost, the next run would
+//! send the same increments again. So it is written and `fsync`ed before a byte of the export
+//! leaves, and the store (sled) is never `fsync`ed for an export: a `fsync` of sled's log pays
+//! for every page sled dirtied since it opened, which for a short `once` is megabytes of free
+//! segments sled rewrites at each open.
 //!
 //! A store that lost writes the record has (a power cut, or an older copy put back) takes the
-//! record's export as still pending: replayed when cumulative, counted as delivered when delta,
-//! and the lines it lost are read again from the ledger.
+//! record's export as still pending, which then counts as delivered, and the lines it lost are
+//! read again from the ledger. (Cumulative exports need no such record: each carries the
+//! lifetime totals, so a later one supersedes any earlier one; see `stream`.)
 
-use std::fs::File;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use xxhash_rust::xxh3::xxh3_64;
@@ -20,7 +19,7 @@ use super::{PendingExport, StoreError};
 
 /// The file's first bytes, with the format's version last.
 const MAGIC: &[u8; 8] = b"rxexport";
-const VERSION: u8 = 1;
+const VERSION: u8 = 2;
 const HEADER_LEN: usize = MAGIC.len() + 1 + 8 + 8;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,7 +33,7 @@ pub struct ExportRecord {
 
 impl ExportRecord {
     fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(HEADER_LEN + self.pending.request.len() + 256);
+        let mut out = Vec::with_capacity(HEADER_LEN + 256);
         out.extend_from_slice(MAGIC);
         out.push(VERSION);
         out.extend_from_slice(&self.created_ns.to_le_bytes());
@@ -86,23 +85,9 @@ pub fn read(path: &Path, store: &Path) -> Result<Option<ExportRecord>, StoreErro
     }
 }
 
-/// Replaces the record at `path` for good: written to a temporary file and `fsync`ed, renamed
-/// over the old one, and the folder `fsync`ed so that the rename survives a power cut too. A
-/// cut at any point leaves either the old record or the new one, whole.
+/// Replaces the record at `path` for good (see [`super::durable::replace`]).
 pub fn write(path: &Path, record: &ExportRecord) -> std::io::Result<()> {
-    let mut tmp_name = path.as_os_str().to_owned();
-    tmp_name.push(".tmp");
-    let tmp = PathBuf::from(tmp_name);
-    let mut file = File::create(&tmp)?;
-    file.write_all(&record.encode())?;
-    file.sync_data()?;
-    drop(file);
-    std::fs::rename(&tmp, path)?;
-    let folder = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    File::open(folder)?.sync_all()
+    super::durable::replace(path, &record.encode())
 }
 
 #[cfg(test)]
@@ -117,12 +102,7 @@ mod tests {
         ExportRecord {
             created_ns: 1_764_500_000_123_456_789,
             number: 42,
-            pending: PendingExport {
-                run_start_ns: 7,
-                cumulative: true,
-                request: b"the request".to_vec(),
-                delivered_after,
-            },
+            pending: PendingExport { delivered_after },
         }
     }
 

@@ -7,9 +7,11 @@
 //! this file alone.
 
 pub mod counts;
+mod durable;
 mod export_record;
 pub mod lock;
 pub mod seen;
+pub mod stream;
 
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
@@ -27,15 +29,18 @@ use counts::IngestCounts;
 use export_record::ExportRecord;
 use lock::StateLock;
 use seen::{LineHash, Partition, PartitionKey};
+use stream::StreamRecord;
 
 /// The on-disk format this build writes. A store with a higher number was written by a newer
 /// release and is refused rather than misread.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 
 const KEY_VERSION: &[u8] = b"version";
 const KEY_CREATED: &[u8] = b"created";
 const KEY_COUNTS: &[u8] = b"counts";
-const KEY_PENDING: &[u8] = b"pending";
+const KEY_PENDING: &[u8] = b"pending.delta";
+/// Format 2's pending export, of either temporality (see `migrate_from_2`).
+const KEY_PENDING_2: &[u8] = b"pending";
 /// How many exports were ever begun: the export record outside sled has the last one's number.
 const KEY_EXPORTS: &[u8] = b"exports";
 const PREFIX_TOTALS: &[u8] = b"t/";
@@ -82,27 +87,18 @@ pub enum StoreError {
     Io { path: PathBuf, error: std::io::Error },
 }
 
-/// An export that was sent, or is about to be, and not yet confirmed. Kept durably so that a
-/// run that dies before the collector's answer leaves it for the next run to settle.
+/// A delta export that was sent, or is about to be, and not yet confirmed. Kept durably so that
+/// a run that dies before the collector's answer leaves it for the next run to settle: its
+/// outcome is unknown, so it counts as delivered (delta may under-count, never over-count).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PendingExport {
-    /// The start time of the run that built it: its identity at the collector.
-    pub run_start_ns: u64,
-    /// Cumulative requests can be replayed exactly; delta ones cannot.
-    pub cumulative: bool,
-    /// The encoded `ExportMetricsServiceRequest`, replayed byte for byte.
-    pub request: Vec<u8>,
     /// `delivered` per series once the collector has it.
     pub delivered_after: BTreeMap<AttrSet, Totals>,
 }
 
 impl PendingExport {
     fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.request.len() + 64 + self.delivered_after.len() * 96);
-        out.extend_from_slice(&self.run_start_ns.to_le_bytes());
-        out.push(u8::from(self.cumulative));
-        out.extend_from_slice(&(self.request.len() as u64).to_le_bytes());
-        out.extend_from_slice(&self.request);
+        let mut out = Vec::with_capacity(self.delivered_after.len() * 96);
         for (attrs, totals) in &self.delivered_after {
             let key = attrs.encode();
             out.extend_from_slice(&(key.len() as u32).to_le_bytes());
@@ -112,30 +108,21 @@ impl PendingExport {
         out
     }
 
-    fn decode(bytes: &[u8]) -> Option<PendingExport> {
-        let take = |at: &mut usize, n: usize| -> Option<&[u8]> {
-            let slice = bytes.get(*at..at.checked_add(n)?)?;
-            *at += n;
-            Some(slice)
+    fn decode(mut bytes: &[u8]) -> Option<PendingExport> {
+        let mut take = |n: usize| -> Option<&[u8]> {
+            let (head, tail) = bytes.split_at_checked(n)?;
+            bytes = tail;
+            Some(head)
         };
-        let mut at = 0;
-        let run_start_ns = u64::from_le_bytes(take(&mut at, 8)?.try_into().ok()?);
-        let cumulative = take(&mut at, 1)?[0] == 1;
-        let len = u64::from_le_bytes(take(&mut at, 8)?.try_into().ok()?) as usize;
-        let request = take(&mut at, len)?.to_vec();
         let mut delivered_after = BTreeMap::new();
-        while at < bytes.len() {
-            let key_len = u32::from_le_bytes(take(&mut at, 4)?.try_into().ok()?) as usize;
-            let attrs = AttrSet::decode(take(&mut at, key_len)?)?;
-            let totals = Totals::decode(take(&mut at, Totals::ENCODED_LEN)?)?;
+        while let Some(len) = take(4) {
+            let key_len = u32::from_le_bytes(len.try_into().ok()?) as usize;
+            let attrs = AttrSet::decode(take(key_len)?)?;
+            let totals = Totals::decode(take(Totals::ENCODED_LEN)?)?;
             delivered_after.insert(attrs, totals);
         }
-        Some(PendingExport {
-            run_start_ns,
-            cumulative,
-            request,
-            delivered_after,
-        })
+        // Whatever is left is shorter than a length: a cut record.
+        take(1).is_none().then_some(PendingExport { delivered_after })
     }
 }
 
@@ -254,8 +241,11 @@ pub struct Store {
     exports: u64,
     /// Commits wait for the next flush (see [`Store::defer_commit_flush`]).
     defer_commit_flush: bool,
-    /// The last export begun, kept outside sled (see `export_record`).
+    /// The last delta export begun, kept outside sled (see `export_record`).
     record: PathBuf,
+    /// The cumulative stream, kept outside sled (see `stream`).
+    stream: StreamRecord,
+    stream_path: PathBuf,
     _lock: StateLock,
 }
 
@@ -271,11 +261,21 @@ impl Store {
         let path = state_dir.join("store");
         let marker = state_dir.join(MARKER_FILE);
         let record = export_record::path_in(state_dir);
+        let stream_path = stream::path_in(state_dir);
         if reset {
             for target in [&path, &marker, &record] {
                 remove_if_present(target)?;
             }
         }
+        // The stream outlives the store: a rebuilt store continues it. Only a damaged record is
+        // replaced, and only when asked to (`--reset-state`).
+        let stream = match stream::read(&stream_path) {
+            Err(StoreError::Corrupt { .. }) if reset => {
+                remove_if_present(&stream_path)?;
+                None
+            }
+            other => other?,
+        };
         // A store folder that is gone was deleted (start over); one that is there but opens
         // empty was damaged (refuse).
         let existed = path.exists();
@@ -299,9 +299,14 @@ impl Store {
             exports: 0,
             defer_commit_flush: false,
             record,
+            stream: StreamRecord::default(),
+            stream_path,
             _lock: lock,
         };
         store.load(&marker, existed)?;
+        // A store without a stream record (new, or made before streams were recorded) starts
+        // its stream at its own creation: what `/metrics` has always given as `_created`.
+        store.stream = stream.unwrap_or_else(|| StreamRecord::starting(store.created_ns()));
         Ok(store)
     }
 
@@ -367,6 +372,9 @@ impl Store {
                 }
                 if found == 1 {
                     self.migrate_from_1()?;
+                }
+                if found <= 2 {
+                    self.migrate_from_2()?;
                 }
             }
         }
@@ -487,6 +495,29 @@ impl Store {
         self.apply(write)
     }
 
+    /// Format 2 kept every export's request for a replay; the stream record made that needless.
+    /// Its unconfirmed export, if any, counts as delivered: a cumulative one is superseded by the
+    /// stream, and a delta one has an unknown outcome. Format 2's layout was the run's start (8
+    /// bytes), the temporality (1), the request's length (8) and bytes, then what is now a
+    /// [`PendingExport`]. Its record beside the store goes too.
+    fn migrate_from_2(&self) -> Result<(), StoreError> {
+        let mut write = sled::Batch::default();
+        if let Some(old) = self.get(KEY_PENDING_2)? {
+            let tail = old
+                .get(9..17)
+                .and_then(|len| usize::try_from(u64::from_le_bytes(len.try_into().ok()?)).ok())
+                .and_then(|len| old.get(17usize.checked_add(len)?..))
+                .and_then(PendingExport::decode);
+            for (attrs, totals) in tail.map(|p| p.delivered_after).unwrap_or_default() {
+                write.insert(series_key(PREFIX_DELIVERED, &attrs), &totals.encode()[..]);
+            }
+            write.remove(KEY_PENDING_2);
+        }
+        write.insert(KEY_VERSION, &FORMAT_VERSION.to_le_bytes());
+        self.apply(write)?;
+        remove_if_present(&self.record)
+    }
+
     fn get(&self, key: &[u8]) -> Result<Option<sled::IVec>, StoreError> {
         self.db.get(key).map_err(|e| sled_error(&self.path, e))
     }
@@ -550,14 +581,13 @@ impl Store {
         self.pending.as_ref()
     }
 
-    /// Durably records `pending` before it is sent (replacing an older one).
+    /// Durably records a delta export's `pending` before it is sent (replacing an older one).
     ///
-    /// This is the one write that must survive a power cut as well as a `kill -9`: were it lost
-    /// after the collector took the export, the next run would send the same increments again
-    /// under a new start time. Everything else is safe to lose to a power cut (a lost commit is
-    /// read again, a lost `finish_export` replays the same bytes), so only the export record
-    /// beside the store pays for an `fsync` (see `export_record`); sled's copy is for the run
-    /// itself and for `kill -9`.
+    /// This write must survive a power cut as well as a `kill -9`: were it lost after the
+    /// collector took the export, the next run would send the same increments again. Everything
+    /// else is safe to lose to a power cut (a lost commit is read again, a lost `finish_export`
+    /// leaves the record's export pending), so only the export record beside the store pays for
+    /// an `fsync` (see `export_record`); sled's copy is for the run itself and for `kill -9`.
     pub fn begin_export(&mut self, pending: PendingExport) -> Result<(), StoreError> {
         let exports = self.exports + 1;
         let mut write = sled::Batch::default();
@@ -565,11 +595,7 @@ impl Store {
         write.insert(KEY_EXPORTS, &exports.to_le_bytes());
         self.apply(write)?;
         let record = ExportRecord {
-            created_ns: self
-                .created
-                .duration_since(SystemTime::UNIX_EPOCH)
-                .unwrap_or_default()
-                .as_nanos() as u64,
+            created_ns: self.created_ns(),
             number: exports,
             pending,
         };
@@ -577,14 +603,51 @@ impl Store {
             path: self.record.clone(),
             error: source,
         })?;
-        // The record is on disk: what sled left dirty (its rewrite at open) can go now, during
-        // the send, instead of queueing in front of the record's `fsync`. A `once` starts it at
-        // its close instead, so that the one flush after its send does not queue behind it.
+        self.start_writeback_unless_deferred();
+        self.exports = exports;
+        self.pending = Some(record.pending);
+        Ok(())
+    }
+
+    /// The record is on disk: what sled left dirty (its rewrite at open) can go now, during the
+    /// send, instead of queueing in front of the record's `fsync`. A `once` starts it at its
+    /// close instead, so that the one flush after its send does not queue behind it.
+    fn start_writeback_unless_deferred(&self) {
         if !self.defer_commit_flush {
             start_writeback(&self.path.join(SLED_LOG));
         }
-        self.exports = exports;
-        self.pending = Some(record.pending);
+    }
+
+    /// The cumulative stream as last exported.
+    pub fn stream(&self) -> &StreamRecord {
+        &self.stream
+    }
+
+    /// Durably records `stream` before the export it describes is sent (see `stream`).
+    pub fn record_stream(&mut self, stream: StreamRecord) -> Result<(), StoreError> {
+        stream::write(&self.stream_path, &stream)?;
+        self.start_writeback_unless_deferred();
+        self.stream = stream;
+        Ok(())
+    }
+
+    /// The collector confirmed a cumulative export of `lifetime`: that much is delivered, should
+    /// the store ever export delta. Needs no flush of its own: lost, it is written again by the
+    /// next export.
+    pub fn confirm_delivered(&mut self, lifetime: &BTreeMap<AttrSet, Totals>) -> Result<(), StoreError> {
+        let mut write = sled::Batch::default();
+        let mut changed = Vec::new();
+        for (attrs, totals) in lifetime {
+            if self.delivered.get(attrs) != Some(totals) {
+                write.insert(series_key(PREFIX_DELIVERED, attrs), &totals.encode()[..]);
+                changed.push((attrs.clone(), *totals));
+            }
+        }
+        if changed.is_empty() {
+            return Ok(());
+        }
+        self.apply_without_flush(write)?;
+        self.delivered.extend(changed);
         Ok(())
     }
 
@@ -701,9 +764,16 @@ impl Store {
         &self.counts
     }
 
-    /// When the store was created: the start of its lifetime totals.
+    /// When the store was created.
     pub fn created(&self) -> SystemTime {
         self.created
+    }
+
+    fn created_ns(&self) -> u64 {
+        self.created
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos() as u64
     }
 
     pub fn path(&self) -> &Path {
@@ -873,12 +943,7 @@ mod tests {
         let mut totals = Totals::default();
         totals.set(Quantity::Requests, lines);
         delivered_after.insert(AttrSet::folded(), totals);
-        let pending = PendingExport {
-            run_start_ns: 5,
-            cumulative: true,
-            request: lines.to_le_bytes().to_vec(),
-            delivered_after,
-        };
+        let pending = PendingExport { delivered_after };
         store.begin_export(pending).unwrap();
     }
 
@@ -903,7 +968,10 @@ mod tests {
         let mut store = Store::open(dir.path(), false).unwrap();
         assert_eq!(store.exports, 3);
         let pending = store.pending_export().expect("the recorded export is pending");
-        assert_eq!(pending.request, 3u64.to_le_bytes());
+        assert_eq!(
+            pending.delivered_after[&AttrSet::folded()].get(Quantity::Requests),
+            3
+        );
         store.finish_export().unwrap();
         assert_eq!(store.delivered()[&AttrSet::folded()].get(Quantity::Requests), 3);
         drop(store);
@@ -965,7 +1033,10 @@ mod tests {
             if once {
                 // The answer's write waited for the close's flush, which the kill prevented.
                 let pending = store.pending_export().expect("the export is still pending");
-                assert_eq!(pending.request, 1u64.to_le_bytes());
+                assert_eq!(
+                    pending.delivered_after[&AttrSet::folded()].get(Quantity::Requests),
+                    1
+                );
                 store.finish_export().unwrap();
             } else {
                 assert!(store.pending_export().is_none(), "`run` flushes it at once");

@@ -33,6 +33,8 @@ struct Shared {
     refuse: Arc<AtomicBool>,
     /// Keep the data but answer only after this long (0: at once).
     stall_ms: Arc<std::sync::atomic::AtomicU64>,
+    /// HTTP: keep the data, then close the connection without an answer.
+    drop_answers: Arc<AtomicBool>,
     seen: Arc<Mutex<Vec<Seen>>>,
 }
 
@@ -146,6 +148,11 @@ impl Receiver {
             .store(delay.as_millis() as u64, Ordering::SeqCst);
     }
 
+    /// HTTP: keep every request, then close the connection without answering (or stop doing so).
+    pub fn drop_answers(&self, drop: bool) {
+        self.shared.drop_answers.store(drop, Ordering::SeqCst);
+    }
+
     /// `(x-team header, gzipped)` for every request received.
     pub fn seen(&self) -> Vec<Seen> {
         self.shared.seen.lock().unwrap().clone()
@@ -228,13 +235,17 @@ impl Receiver {
     }
 }
 
+/// One ledger point as sent: `(series, quantity index, start, time, value)`.
+type LedgerPoint = (Series, usize, u64, u64, u64);
+
 impl Receiver {
-    /// What a Prometheus-like backend makes of the points: one series per label set (start times
-    /// are not labels), samples in time order, and `increase()` from the first sample, a drop
-    /// read as a counter reset. Exact only if every run's stream is seen to start at zero.
-    pub fn prometheus_view(&self) -> BTreeMap<Series, [u64; 8]> {
-        let mut samples: BTreeMap<(Series, usize), Vec<(u64, u64)>> = BTreeMap::new();
+    /// Every ledger point sent, in the order the requests arrived: `(series, quantity index,
+    /// start, time, value)`, and the requests' `service.instance.id`s.
+    fn ledger_points(&self) -> (Vec<Vec<LedgerPoint>>, Vec<Option<String>>) {
+        let mut requests = Vec::new();
+        let mut instances = Vec::new();
         for req in self.requests() {
+            let mut points = Vec::new();
             for metric in req
                 .resource_metrics
                 .iter()
@@ -250,25 +261,107 @@ impl Receiver {
                     else {
                         continue;
                     };
-                    samples
-                        .entry((series_of(&p.attributes), q))
-                        .or_default()
-                        .push((p.time_unix_nano, v as u64));
+                    points.push((
+                        series_of(&p.attributes),
+                        q,
+                        p.start_time_unix_nano,
+                        p.time_unix_nano,
+                        v as u64,
+                    ));
                 }
+            }
+            if !points.is_empty() {
+                requests.push(points);
+                instances.push(resource_attr(&req, "service.instance.id"));
+            }
+        }
+        (requests, instances)
+    }
+
+    /// The start times of every ledger point received.
+    pub fn start_times(&self) -> std::collections::BTreeSet<u64> {
+        self.ledger_points()
+            .0
+            .into_iter()
+            .flatten()
+            .map(|p| p.2)
+            .collect()
+    }
+
+    /// What a backend keeping one series per label set shows: each series' newest value.
+    pub fn newest_values(&self) -> BTreeMap<Series, [u64; 8]> {
+        let mut newest: BTreeMap<(Series, usize), (u64, u64)> = BTreeMap::new();
+        for (series, q, _, time, value) in self.ledger_points().0.into_iter().flatten() {
+            let slot = newest.entry((series, q)).or_insert((0, 0));
+            if time >= slot.0 {
+                *slot = (time, value);
             }
         }
         let mut out: BTreeMap<Series, [u64; 8]> = BTreeMap::new();
-        for ((series, q), mut points) in samples {
-            points.sort();
-            points.dedup();
-            let increase: u64 = points
-                .windows(2)
-                .map(|w| if w[1].1 >= w[0].1 { w[1].1 - w[0].1 } else { w[1].1 })
-                .sum();
-            out.entry(series).or_insert([0; 8])[q] += increase;
+        for ((series, q), (_, value)) in newest {
+            out.entry(series).or_insert([0; 8])[q] = value;
         }
         out.retain(|_, v| v.iter().any(|x| *x > 0));
         out
+    }
+
+    /// The promises of one durable cumulative stream, over every request received: one start
+    /// time and one `service.instance.id` throughout, one point per series and quantity per
+    /// request, request times a millisecond apart at least and rising, and no value ever below
+    /// one sent before. `Err` says which promise broke first.
+    pub fn check_one_stream(&self) -> Result<(), String> {
+        self.check_stream(true)
+    }
+
+    /// The promises of [`Receiver::check_one_stream`] but the one start time: for a store whose
+    /// state folder was deleted, which starts a new stream that must still never go down.
+    pub fn check_never_down(&self) -> Result<(), String> {
+        self.check_stream(false)
+    }
+
+    fn check_stream(&self, one_start: bool) -> Result<(), String> {
+        let (requests, instances) = self.ledger_points();
+        let mut starts = std::collections::BTreeSet::new();
+        let mut last_ms = None;
+        let mut highest: BTreeMap<(Series, usize), u64> = BTreeMap::new();
+        for (i, points) in requests.iter().enumerate() {
+            let mut seen = std::collections::BTreeSet::new();
+            let times: std::collections::BTreeSet<u64> = points.iter().map(|p| p.3).collect();
+            if times.len() != 1 {
+                return Err(format!(
+                    "request {i} has points at {} different times",
+                    times.len()
+                ));
+            }
+            let ms = points[0].3 / 1_000_000;
+            if last_ms.is_some_and(|last| ms <= last) {
+                return Err(format!(
+                    "request {i} is not a millisecond later than the one before"
+                ));
+            }
+            last_ms = Some(ms);
+            for (series, q, start, _, value) in points {
+                starts.insert(*start);
+                if !seen.insert((series.clone(), *q)) {
+                    return Err(format!("request {i} has two points of {series:?} quantity {q}"));
+                }
+                let high = highest.entry((series.clone(), *q)).or_insert(0);
+                if value < high {
+                    return Err(format!(
+                        "request {i}: {series:?} quantity {q} went down from {high} to {value}"
+                    ));
+                }
+                *high = *value;
+            }
+        }
+        if one_start && starts.len() > 1 {
+            return Err(format!("{} start times: {starts:?}", starts.len()));
+        }
+        let ids: std::collections::BTreeSet<_> = instances.iter().collect();
+        if ids.len() > 1 || ids.iter().any(|id| id.is_none()) {
+            return Err(format!("service.instance.id is not one value: {ids:?}"));
+        }
+        Ok(())
     }
 }
 
@@ -402,6 +495,9 @@ fn serve_http_connection(stream: impl Read + Write, shared: Shared) {
             let stall = shared.stall_ms.load(Ordering::SeqCst);
             if stall > 0 {
                 std::thread::sleep(Duration::from_millis(stall));
+            }
+            if shared.drop_answers.load(Ordering::SeqCst) {
+                return;
             }
         }
         let reply: &[u8] = if ok {

@@ -1,0 +1,226 @@
+//! The stream record: what keeps the store's cumulative stream one stream for its whole life.
+//!
+//! Backends keep one series per label set, read a drop in value as a counter reset, and refuse a
+//! sample older than the newest they hold. So every cumulative point carries the store's lifetime
+//! total under one start time, and this small file beside the store remembers, per point,
+//! the highest value ever sent (its *mark*), the start time, and the newest point time:
+//!
+//! - the start time outlives the store (`--reset-state` keeps this file), so a rebuilt store
+//!   continues the same stream;
+//! - a point below its mark (a store that came back behind what was exported and has not caught
+//!   up from the ledger) is held instead of sent, so no exported value ever goes down;
+//! - each export's time is later than the last one's by at least a millisecond, whatever the
+//!   clock does, so that no two points of a series share a millisecond or arrive out of order.
+//!
+//! It is written and `fsync`ed before the export it describes is sent: a mark may then be higher
+//! than what reached the backend (held a little longer), never lower.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use xxhash_rust::xxh3::xxh3_64;
+
+use super::StoreError;
+use super::durable;
+use crate::series::{AttrSet, Totals};
+
+const FILE: &str = "stream";
+const MAGIC: &[u8; 8] = b"rxstream";
+const VERSION: u8 = 1;
+
+/// The state of the store's cumulative stream, as last exported.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StreamRecord {
+    /// The start time of every cumulative point, for the store's whole life (Unix ns).
+    pub start_ns: u64,
+    /// The newest point time sent (Unix ns); 0 before the first export.
+    pub last_time_ns: u64,
+    /// The highest value sent, per ledger series and quantity.
+    pub series: BTreeMap<AttrSet, Totals>,
+    /// The highest value sent of each of the exporter's own counters, by point name.
+    pub own: BTreeMap<String, u64>,
+}
+
+impl StreamRecord {
+    /// A new stream starting at `start_ns`, nothing sent yet.
+    pub fn starting(start_ns: u64) -> StreamRecord {
+        StreamRecord {
+            start_ns,
+            ..StreamRecord::default()
+        }
+    }
+
+    /// The time for the next export's points: now, or a millisecond past the last export if the
+    /// clock says otherwise.
+    pub fn next_time_ns(&self, now_ns: u64) -> u64 {
+        if self.last_time_ns == 0 {
+            now_ns.max(self.start_ns)
+        } else {
+            now_ns.max(self.last_time_ns.saturating_add(1_000_000))
+        }
+    }
+
+    fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(64 + self.series.len() * 120 + self.own.len() * 48);
+        out.extend_from_slice(MAGIC);
+        out.push(VERSION);
+        out.extend_from_slice(&self.start_ns.to_le_bytes());
+        out.extend_from_slice(&self.last_time_ns.to_le_bytes());
+        out.extend_from_slice(&(self.series.len() as u32).to_le_bytes());
+        for (attrs, marks) in &self.series {
+            let key = attrs.encode();
+            out.extend_from_slice(&(key.len() as u32).to_le_bytes());
+            out.extend_from_slice(&key);
+            out.extend_from_slice(&marks.encode());
+        }
+        out.extend_from_slice(&(self.own.len() as u32).to_le_bytes());
+        for (name, mark) in &self.own {
+            out.extend_from_slice(&(name.len() as u32).to_le_bytes());
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(&mark.to_le_bytes());
+        }
+        let checksum = xxh3_64(&out);
+        out.extend_from_slice(&checksum.to_le_bytes());
+        out
+    }
+
+    fn decode(bytes: &[u8]) -> Option<StreamRecord> {
+        let (body, checksum) = bytes.split_at_checked(bytes.len().checked_sub(8)?)?;
+        if xxh3_64(body).to_le_bytes() != checksum {
+            return None;
+        }
+        let mut r = Reader(body);
+        if r.take(MAGIC.len())? != MAGIC || r.take(1)? != [VERSION] {
+            return None;
+        }
+        let start_ns = r.u64()?;
+        let last_time_ns = r.u64()?;
+        let mut series = BTreeMap::new();
+        for _ in 0..r.u32()? {
+            let key_len = r.u32()? as usize;
+            let attrs = AttrSet::decode(r.take(key_len)?)?;
+            series.insert(attrs, Totals::decode(r.take(Totals::ENCODED_LEN)?)?);
+        }
+        let mut own = BTreeMap::new();
+        for _ in 0..r.u32()? {
+            let name_len = r.u32()? as usize;
+            let name = String::from_utf8(r.take(name_len)?.to_vec()).ok()?;
+            own.insert(name, r.u64()?);
+        }
+        r.0.is_empty().then_some(StreamRecord {
+            start_ns,
+            last_time_ns,
+            series,
+            own,
+        })
+    }
+}
+
+/// Reads little-endian fields off the front of a byte slice.
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let (head, rest) = self.0.split_at_checked(n)?;
+        self.0 = rest;
+        Some(head)
+    }
+
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+    }
+
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+}
+
+/// Where the stream record of the store under `state_dir` lives.
+pub fn path_in(state_dir: &Path) -> PathBuf {
+    state_dir.join(FILE)
+}
+
+/// Reads the record at `path`: `None` when there is none.
+pub fn read(path: &Path) -> Result<Option<StreamRecord>, StoreError> {
+    match std::fs::read(path) {
+        Ok(bytes) => StreamRecord::decode(&bytes)
+            .map(Some)
+            .ok_or_else(|| StoreError::Corrupt {
+                path: path.to_path_buf(),
+                detail: "unreadable stream record".into(),
+            }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(StoreError::Io {
+            path: path.to_path_buf(),
+            error,
+        }),
+    }
+}
+
+/// Replaces the record at `path` for good (see [`durable::replace`]).
+pub fn write(path: &Path, record: &StreamRecord) -> Result<(), StoreError> {
+    durable::replace(path, &record.encode()).map_err(|error| StoreError::Io {
+        path: path.to_path_buf(),
+        error,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::series::Quantity;
+
+    fn record() -> StreamRecord {
+        let mut marks = Totals::default();
+        marks.set(Quantity::Prompt, 1_234_567);
+        marks.set(Quantity::Requests, 9);
+        let mut record = StreamRecord::starting(1_764_500_000_123_456_789);
+        record.last_time_ns = 1_764_500_060_000_000_000;
+        record.series.insert(AttrSet::folded(), marks);
+        record.own.insert("reasonix_exporter.lines.read".into(), 77);
+        record
+    }
+
+    #[test]
+    fn a_record_reads_back_as_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = path_in(dir.path());
+        assert!(matches!(read(&path), Ok(None)));
+        write(&path, &record()).unwrap();
+        assert_eq!(read(&path).unwrap(), Some(record()));
+        write(&path, &StreamRecord::starting(5)).unwrap();
+        assert_eq!(read(&path).unwrap(), Some(StreamRecord::starting(5)));
+    }
+
+    #[test]
+    fn any_damaged_byte_makes_the_record_unreadable() {
+        let bytes = record().encode();
+        for at in 0..bytes.len() {
+            let mut damaged = bytes.clone();
+            damaged[at] ^= 0x10;
+            assert_eq!(StreamRecord::decode(&damaged), None, "byte {at}");
+        }
+        for len in 0..bytes.len() {
+            assert_eq!(StreamRecord::decode(&bytes[..len]), None, "cut at {len}");
+        }
+    }
+
+    #[test]
+    fn export_times_move_forward_by_a_millisecond_at_least() {
+        let mut record = StreamRecord::starting(1_000_000_000);
+        assert_eq!(record.next_time_ns(500), 1_000_000_000, "never before the start");
+        assert_eq!(record.next_time_ns(2_000_000_000), 2_000_000_000);
+        record.last_time_ns = 2_000_000_000;
+        assert_eq!(
+            record.next_time_ns(1_500_000_000),
+            2_001_000_000,
+            "the clock went back"
+        );
+        assert_eq!(
+            record.next_time_ns(2_000_400_000),
+            2_001_000_000,
+            "the same millisecond"
+        );
+        assert_eq!(record.next_time_ns(3_000_000_000), 3_000_000_000);
+    }
+}
