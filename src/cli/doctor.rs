@@ -163,7 +163,7 @@ fn check_store(settings: &Settings, report: &mut Report) {
             ),
         );
     }
-    match Store::open(dir, false) {
+    match Store::open_briefly(dir) {
         Ok(store) => {
             let counts = store.counts();
             report.ok(

@@ -50,7 +50,7 @@ pub fn snapshot_path(state_dir: &Path) -> PathBuf {
 /// The top-level entry point for `reasonix-exporter status`.
 pub fn status(settings: &Settings, json: bool) -> anyhow::Result<()> {
     let state_dir = &settings.state_dir.value;
-    let doc = match Store::open(state_dir, false) {
+    let doc = match Store::open_briefly(state_dir) {
         Ok(store) => StatusJson::of(store.lifetime(), store.counts()),
         Err(StoreError::Locked { owner, .. }) => {
             let path = snapshot_path(state_dir);

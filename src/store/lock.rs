@@ -1,10 +1,15 @@
-//! One process per state dir: an exclusive lock on `<state dir>/lock`, holding the owner's pid.
+//! One process per state dir: an exclusive lock on `<state dir>/lock`, holding the owner's pid,
+//! and ` brief` after it when the owner only reads for a moment (`status`, `doctor`): a process
+//! that finds such an owner waits for it, up to [`BRIEF_WAIT`], instead of failing.
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use super::StoreError;
+
+/// How long an open waits for a brief owner (or one that has not written its pid yet).
+pub const BRIEF_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Held for as long as the store is open; the OS drops the lock when the process dies, so a
 /// `kill -9` never leaves a stale lock behind.
@@ -14,7 +19,9 @@ pub struct StateLock {
 }
 
 impl StateLock {
-    pub fn acquire(state_dir: &Path) -> Result<StateLock, StoreError> {
+    /// Takes the lock for a process that keeps the store (`brief` false) or reads it for a
+    /// moment (`brief` true).
+    pub fn acquire(state_dir: &Path, brief: bool) -> Result<StateLock, StoreError> {
         let path = state_dir.join("lock");
         let io_error = |source| StoreError::Io {
             path: path.clone(),
@@ -27,21 +34,32 @@ impl StateLock {
             .truncate(false)
             .open(&path)
             .map_err(io_error)?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => {
-                let mut owner = String::new();
-                let _ = file.read_to_string(&mut owner);
-                return Err(StoreError::Locked {
-                    path: state_dir.to_path_buf(),
-                    owner: owner.trim().parse().ok(),
-                });
+        let deadline = std::time::Instant::now() + BRIEF_WAIT;
+        loop {
+            match file.try_lock() {
+                Ok(()) => break,
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    let mut owner = String::new();
+                    let _ = file.seek(SeekFrom::Start(0));
+                    let _ = file.read_to_string(&mut owner);
+                    let mut fields = owner.split_whitespace();
+                    let pid = fields.next().and_then(|p| p.parse().ok());
+                    let passing = pid.is_none() || fields.next() == Some("brief");
+                    if !passing || std::time::Instant::now() >= deadline {
+                        return Err(StoreError::Locked {
+                            path: state_dir.to_path_buf(),
+                            owner: pid,
+                        });
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                Err(std::fs::TryLockError::Error(e)) => return Err(io_error(e)),
             }
-            Err(std::fs::TryLockError::Error(e)) => return Err(io_error(e)),
         }
+        let role = if brief { " brief" } else { "" };
         file.set_len(0)
             .and_then(|()| file.seek(SeekFrom::Start(0)))
-            .and_then(|_| writeln!(file, "{}", std::process::id()))
+            .and_then(|_| writeln!(file, "{}{role}", std::process::id()))
             .map_err(io_error)?;
         Ok(StateLock { _file: file })
     }

@@ -253,11 +253,21 @@ impl Store {
     /// Opens (or creates) the store under `state_dir`. With `reset`, an existing store is deleted
     /// first: the ledger is then read again from the start.
     pub fn open(state_dir: &Path, reset: bool) -> Result<Store, StoreError> {
+        Store::open_as(state_dir, reset, false)
+    }
+
+    /// Opens the store to read it for a moment (`status`, `doctor`): a `run` or `once` starting
+    /// meanwhile waits for it rather than fail (see [`lock`]).
+    pub fn open_briefly(state_dir: &Path) -> Result<Store, StoreError> {
+        Store::open_as(state_dir, false, true)
+    }
+
+    fn open_as(state_dir: &Path, reset: bool, brief: bool) -> Result<Store, StoreError> {
         std::fs::create_dir_all(state_dir).map_err(|source| StoreError::Io {
             path: state_dir.to_path_buf(),
             error: source,
         })?;
-        let lock = StateLock::acquire(state_dir)?;
+        let lock = StateLock::acquire(state_dir, brief)?;
         let path = state_dir.join("store");
         let marker = state_dir.join(MARKER_FILE);
         let record = export_record::path_in(state_dir);

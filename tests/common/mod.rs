@@ -2,11 +2,13 @@
 
 #![allow(dead_code)]
 
+pub mod collector;
 pub mod generator;
 pub mod model;
 pub mod pki;
 pub mod prom_server;
 pub mod receiver;
+pub mod tools;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

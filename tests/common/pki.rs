@@ -63,6 +63,16 @@ impl Pki {
         }
     }
 
+    /// Writes the server's certificate and key (for `localhost` and 127.0.0.1) under `dir`, for a
+    /// real collector's TLS settings; returns their paths.
+    pub fn write_server(&self, dir: &Path) -> (PathBuf, PathBuf) {
+        let cert = dir.join("server.pem");
+        let key = dir.join("server.key");
+        std::fs::write(&cert, &self.server_cert_pem).unwrap();
+        std::fs::write(&key, &self.server_key_pem).unwrap();
+        (cert, key)
+    }
+
     /// A collector's TLS set-up for tonic, requiring a client certificate from this CA.
     pub fn tonic_server(&self) -> tonic::transport::ServerTlsConfig {
         tonic::transport::ServerTlsConfig::new()

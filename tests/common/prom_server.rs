@@ -33,19 +33,59 @@ impl Prometheus {
         if !Self::installed() {
             return None;
         }
+        Some(Self::start_binary(
+            Path::new("prometheus"),
+            dir,
+            config,
+            &[],
+            None,
+        ))
+    }
+
+    /// Starts the Prometheus at `binary` with `config` and `flags`, its data under `dir`, on
+    /// `port` (a free one if `None`), and waits until it is ready.
+    pub fn start_binary(
+        binary: &Path,
+        dir: &Path,
+        config: &str,
+        flags: &[&str],
+        port: Option<u16>,
+    ) -> Prometheus {
         std::fs::create_dir_all(dir).unwrap();
         let config_path = dir.join("prometheus.yml");
         std::fs::write(&config_path, config).unwrap();
-        let port = free_port();
-        let child = Command::new("prometheus")
+        let port = port.unwrap_or_else(free_port);
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("log.txt"))
+            .unwrap();
+        let child = Command::new(binary)
             .arg(format!("--config.file={}", config_path.display()))
             .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
             .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .args(flags)
             .stdout(Stdio::null())
-            .stderr(std::fs::File::create(dir.join("log.txt")).unwrap())
+            .stderr(log)
             .spawn()
-            .ok()?;
-        Some(Prometheus { child, port })
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", binary.display()));
+        let prometheus = Prometheus { child, port };
+        assert!(
+            super::wait_until(std::time::Duration::from_secs(60), || http_get(
+                port, "/-/ready", None
+            )
+            .is_some_and(|b| b.contains("Ready"))),
+            "{} never became ready: {}",
+            binary.display(),
+            std::fs::read_to_string(dir.join("log.txt")).unwrap_or_default()
+        );
+        prometheus
+    }
+
+    /// Stops it (SIGTERM, so that its data is kept for a restart) and waits.
+    pub fn stop(mut self) {
+        super::send_signal(self.child.id(), "TERM");
+        let _ = self.child.wait();
     }
 
     /// Scrapes `127.0.0.1:{target_port}` every second as job `reasonix`.

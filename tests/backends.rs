@@ -1,0 +1,648 @@
+//! Contract §4 end to end: what Prometheus shows equals the store, to the token, on every path
+//! people deploy, with real servers: an OpenTelemetry Collector built from pinned modules
+//! (`.ci/tools`), Debian's Prometheus 2.42 and Prometheus 3.
+//!
+//! Each path runs one scenario: a backfill, `once` twice (over each protocol the path takes),
+//! `run` with lines landing, SIGTERM, `kill -9`, restarts, the first hop (collector, or
+//! Prometheus itself) restarted mid-run and down for a while. After it, every series' value in
+//! Prometheus equals `status --json`, no series ever reset, and nothing was refused on the way.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::collector::Collector;
+use common::generator::Generator;
+use common::model::{Model, QUANTITIES, Series};
+use common::pki::Pki;
+use common::prom_server::Prometheus;
+use common::{Daemon, Fixture, PROM_NAMES, assert_success, free_port, http_get, wait_until};
+use serde_json::Value;
+
+/// How long a value may take to travel exporter → collector → Prometheus.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+/// The overrides of the shipped collector files: this test's ports, and a 1 s batch.
+const MACHINE_OVERRIDES: &str = "receivers:\n  otlp:\n    protocols:\n      grpc:\n        endpoint: 127.0.0.1:{grpc}\n      http:\n        endpoint: 127.0.0.1:{http}\nprocessors:\n  batch:\n    timeout: 1s\n";
+
+/// Prometheus 2.42 from Debian (`.ci/run` installs it), accepting remote write.
+fn prometheus2(test: &str, dir: &Path, config: &str) -> Option<(Prometheus, Restart)> {
+    let binary = common::tools::installed(test, "prometheus", "prometheus")?;
+    let restart = Restart {
+        binary,
+        dir: dir.to_path_buf(),
+        config: config.to_string(),
+        flags: vec!["--web.enable-remote-write-receiver".into()],
+        port: free_port(),
+    };
+    Some((restart.start(), restart))
+}
+
+/// What it takes to start a Prometheus again, on the same port and data.
+struct Restart {
+    binary: PathBuf,
+    dir: PathBuf,
+    config: String,
+    flags: Vec<String>,
+    port: u16,
+}
+
+impl Restart {
+    fn start(&self) -> Prometheus {
+        let flags: Vec<&str> = self.flags.iter().map(String::as_str).collect();
+        Prometheus::start_binary(&self.binary, &self.dir, &self.config, &flags, Some(self.port))
+    }
+}
+
+/// The first hop after the exporter, which the scenario restarts and takes down.
+enum Hop<'a> {
+    Collector(&'a mut Collector),
+    /// Prometheus itself (its OTLP endpoint); restarted on the same data.
+    Prometheus,
+    /// Prometheus scrapes the exporter: nothing in between.
+    None,
+}
+
+/// One path from the exporter to a Prometheus.
+struct Route<'a> {
+    name: &'static str,
+    prometheus: Option<Prometheus>,
+    restart: Restart,
+    hop: Hop<'a>,
+    /// `(protocol, endpoint)` the exporter sends to; empty for the scrape path.
+    endpoints: Vec<(&'static str, String)>,
+    /// Variables the exporter needs for this path (a CA, a token).
+    env: Vec<(String, String)>,
+    /// The handler Prometheus receives on, whose refusals are counted.
+    handler: &'static str,
+    /// The scrape path: the exporter serves `/metrics` here.
+    scrape_port: Option<u16>,
+}
+
+impl Route<'_> {
+    fn prometheus(&self) -> &Prometheus {
+        self.prometheus.as_ref().expect("Prometheus is up")
+    }
+
+    /// Every ledger series of `instance` as Prometheus has it last (staleness ignored).
+    fn values(&self, instance: &str) -> BTreeMap<Series, [u64; 8]> {
+        let mut out: BTreeMap<Series, [u64; 8]> = BTreeMap::new();
+        for (q, name) in PROM_NAMES.iter().enumerate() {
+            let expr = format!("last_over_time({name}{{instance=\"{instance}\"}}[1h])");
+            for sample in self.prometheus().query(&expr, None).unwrap_or_default() {
+                let label = |key: &str| sample["metric"][key].as_str().unwrap_or("").to_string();
+                let value: f64 = sample["value"][1].as_str().unwrap().parse().unwrap();
+                let series = (label("model_ref"), label("provider"), label("source"));
+                out.entry(series).or_insert([0; 8])[q] = value as u64;
+            }
+        }
+        out.retain(|_, v| v.iter().any(|x| *x > 0));
+        out
+    }
+
+    /// The instances that have ledger series.
+    fn instances(&self) -> BTreeSet<String> {
+        let data = self
+            .prometheus()
+            .api(&format!(
+                "label/instance/values?match[]={}",
+                common::prom_server::encode("{__name__=~\"reasonix_.*_total\"}")
+            ))
+            .unwrap_or(Value::Null);
+        data.as_array()
+            .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+            .unwrap_or_default()
+    }
+
+    /// Waits until Prometheus has `truth` for `instance`.
+    fn wait_for(&self, instance: &str, truth: &BTreeMap<Series, [u64; 8]>, step: &str) {
+        eprintln!("{}: {step}", self.name);
+        let exact = wait_until(PATIENCE, || &self.values(instance) == truth);
+        assert!(
+            exact,
+            "{}, {step}: Prometheus has {:?}, the store {truth:?}",
+            self.name,
+            self.values(instance)
+        );
+    }
+
+    /// Requests Prometheus refused on the path's handler.
+    fn refused(&self) -> f64 {
+        let body = http_get(self.prometheus().port, "/metrics", None).unwrap_or_default();
+        body.lines()
+            .filter(|l| l.starts_with("prometheus_http_requests_total{"))
+            .filter(|l| l.contains(&format!("handler=\"{}\"", self.handler)))
+            .filter(|l| !l.contains("code=\"2"))
+            .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
+            .sum()
+    }
+
+    fn assert_nothing_refused(&mut self, step: &str) {
+        if self.scrape_port.is_none() {
+            assert_eq!(
+                self.refused(),
+                0.0,
+                "{}, {step}: Prometheus refused requests",
+                self.name
+            );
+        }
+        if let Hop::Collector(collector) = &self.hop {
+            assert_eq!(
+                collector.failed_points(),
+                0.0,
+                "{}, {step}: the collector failed to send: {}",
+                self.name,
+                collector.log_text()
+            );
+        }
+    }
+
+    fn hop_down(&mut self) {
+        self.assert_nothing_refused("before the first hop went down");
+        match &mut self.hop {
+            Hop::Collector(collector) => collector.stop(),
+            Hop::Prometheus => self.prometheus.take().expect("up").stop(),
+            Hop::None => {}
+        }
+    }
+
+    fn hop_up(&mut self) {
+        match &mut self.hop {
+            Hop::Collector(collector) => collector.restart(),
+            Hop::Prometheus => self.prometheus = Some(self.restart.start()),
+            Hop::None => {}
+        }
+    }
+}
+
+/// The exporter of one machine, on a ledger that grows as the scenario goes.
+struct Machine {
+    fx: Fixture,
+    model: Model,
+    generator: Generator,
+    day: usize,
+}
+
+impl Machine {
+    fn new(seed: u64) -> Machine {
+        Machine {
+            fx: Fixture::new(),
+            model: Model::default(),
+            generator: Generator::new(seed),
+            day: 0,
+        }
+    }
+
+    /// A day's worth of new lines.
+    fn lines_land(&mut self, lines: usize) {
+        self.day += 1;
+        let day = format!("2026-10-{:02}", self.day);
+        let text = self.generator.day_file(&day, lines);
+        self.fx.append(&format!("{day}.jsonl"), text.as_bytes());
+        self.model.feed(text.as_bytes());
+    }
+
+    /// `status --json`'s series: the truth every backend must show. Waits until the store has
+    /// every line that landed (a running exporter commits them within moments).
+    fn truth(&self) -> BTreeMap<Series, [u64; 8]> {
+        let mut truth = BTreeMap::new();
+        let caught_up = wait_until(PATIENCE, || {
+            let out = self.fx.run(&["status", "--json"]);
+            let Ok(status) = serde_json::from_slice::<Value>(&out.stdout) else {
+                return false;
+            };
+            truth = series_of_status(&status);
+            truth == self.model.expected.totals()
+        });
+        assert!(
+            caught_up,
+            "the store never had every line: {truth:?}, {}",
+            String::from_utf8_lossy(&self.fx.run(&["status", "--json"]).stderr)
+        );
+        truth
+    }
+
+    fn once(&self, path: &Route<'_>, protocol: &str, endpoint: &str) {
+        let mut cmd = self
+            .fx
+            .command(&["once", "--otlp-protocol", protocol, "--otlp-endpoint", endpoint]);
+        cmd.envs(path.env.iter().map(|(k, v)| (k, v)));
+        assert_success(&cmd.output().unwrap());
+    }
+
+    fn run(&self, path: &Route<'_>) -> Daemon {
+        let mut args = vec!["--export-interval", "1s", "--poll-interval", "200ms"];
+        let listen;
+        match (path.scrape_port, path.endpoints.last()) {
+            (Some(port), _) => {
+                listen = format!("127.0.0.1:{port}");
+                args.extend(["--otlp", "off", "--prometheus", &listen]);
+            }
+            (None, Some((protocol, endpoint))) => {
+                args.extend(["--prometheus", "off", "--otlp-protocol", protocol]);
+                args.extend(["--otlp-endpoint", endpoint]);
+            }
+            (None, None) => unreachable!("a path without endpoints scrapes"),
+        }
+        let env: Vec<(&str, &str)> = path.env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        self.fx.spawn_with(&args, &env)
+    }
+}
+
+/// The scenario of the module's header, for `machine` on `path`.
+fn scenario(path: &mut Route<'_>, machine: &mut Machine) {
+    let before = path.instances();
+    // A backfill, then `once` over each protocol the path takes.
+    machine.lines_land(300);
+    let instance = if path.endpoints.is_empty() {
+        let daemon = machine.run(path);
+        let instance = learn_instance(path, &before);
+        path.wait_for(&instance, &machine.truth(), "backfill by run");
+        let (status, _, log) = daemon.terminate();
+        assert!(status.success(), "{log}");
+        instance
+    } else {
+        for _ in 0..2 {
+            for (protocol, endpoint) in path.endpoints.clone() {
+                machine.once(path, protocol, &endpoint);
+                machine.lines_land(20);
+            }
+        }
+        let (protocol, endpoint) = path.endpoints[0].clone();
+        machine.once(path, protocol, &endpoint);
+        let instance = learn_instance(path, &before);
+        path.wait_for(&instance, &machine.truth(), "backfill and once");
+        instance
+    };
+
+    // `run` with lines landing; SIGTERM; lines while it is stopped.
+    let daemon = machine.run(path);
+    machine.lines_land(40);
+    path.wait_for(&instance, &machine.truth(), "run");
+    let (status, _, log) = daemon.terminate();
+    assert!(status.success(), "{log}");
+    machine.lines_land(30);
+
+    // Restart, then `kill -9` and restart again.
+    let daemon = machine.run(path);
+    path.wait_for(&instance, &machine.truth(), "restart after SIGTERM");
+    machine.lines_land(25);
+    path.wait_for(&instance, &machine.truth(), "lines after the restart");
+    daemon.kill9();
+    machine.lines_land(25);
+    let daemon = machine.run(path);
+    path.wait_for(&instance, &machine.truth(), "restart after kill -9");
+
+    // The first hop restarted mid-run, then down for a while.
+    path.hop_down();
+    path.hop_up();
+    machine.lines_land(20);
+    path.wait_for(&instance, &machine.truth(), "first hop restarted");
+    path.hop_down();
+    machine.lines_land(20);
+    if path.scrape_port.is_none() {
+        // The exporter notices, and goes on ingesting.
+        assert!(
+            wait_until(PATIENCE, || daemon.log_text().contains("retrying with backoff")),
+            "{}",
+            daemon.log_text()
+        );
+    }
+    path.hop_up();
+    path.wait_for(&instance, &machine.truth(), "first hop back");
+    let (status, _, log) = daemon.terminate();
+    assert!(status.success(), "{log}");
+
+    // Every series exact, none ever reset, nothing refused.
+    path.wait_for(&instance, &machine.truth(), "the end");
+    let counters: Vec<String> = path
+        .prometheus()
+        .api("label/__name__/values")
+        .and_then(|names| names.as_array().cloned())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|n| n.as_str())
+        .filter(|n| n.starts_with("reasonix") && n.ends_with("_total"))
+        .map(String::from)
+        .collect();
+    assert!(counters.len() >= 10, "{}: counters {counters:?}", path.name);
+    let resets: f64 = counters
+        .iter()
+        .map(|name| {
+            path.prometheus()
+                .scalar(&format!(
+                    "sum(resets({name}{{instance=\"{instance}\"}}[1h])) or vector(0)"
+                ))
+                .unwrap_or_else(|| panic!("resets() of {name} answers"))
+        })
+        .sum();
+    assert_eq!(resets, 0.0, "{}: counter resets", path.name);
+    path.assert_nothing_refused("the end");
+}
+
+/// `status --json`'s series with anything counted.
+fn series_of_status(status: &Value) -> BTreeMap<Series, [u64; 8]> {
+    let mut out = BTreeMap::new();
+    for s in status["series"].as_array().into_iter().flatten() {
+        let text = |k: &str| s[k].as_str().unwrap_or_default().to_string();
+        let mut values = [0u64; 8];
+        for (v, key) in values.iter_mut().zip(QUANTITIES) {
+            *v = s[key].as_u64().unwrap_or_default();
+        }
+        out.insert((text("model_ref"), text("provider"), text("source")), values);
+    }
+    out.retain(|_, v: &mut [u64; 8]| v.iter().any(|x| *x > 0));
+    out
+}
+
+/// The one instance that appeared since `before`: the store's `service.instance.id` (or, when
+/// Prometheus scrapes, the exporter's address).
+fn learn_instance(path: &Route<'_>, before: &BTreeSet<String>) -> String {
+    let mut new = BTreeSet::new();
+    assert!(
+        wait_until(PATIENCE, || {
+            new = path.instances().difference(before).cloned().collect();
+            !new.is_empty()
+        }),
+        "{}: no series arrived",
+        path.name
+    );
+    assert_eq!(new.len(), 1, "{}: one store, one instance: {new:?}", path.name);
+    new.pop_first().unwrap()
+}
+
+const REMOTE_WRITE_CONFIG: &str = "global:\n  scrape_interval: 1s\n";
+
+/// A collector running `config`, remote-writing to a fresh Prometheus 2.42.
+fn collector_to_prometheus(
+    test: &str,
+    root: &Path,
+    config: &str,
+) -> Option<(Collector, Prometheus, Restart)> {
+    let otelcol = common::tools::built(test, "REASONIX_OTELCOL", "otelcol-reasonix")?;
+    let (prometheus, restart) = prometheus2(test, &root.join("prometheus"), REMOTE_WRITE_CONFIG)?;
+    let url = format!("http://127.0.0.1:{}/api/v1/write", prometheus.port);
+    let collector = Collector::start(
+        &otelcol,
+        &root.join("collector"),
+        config,
+        MACHINE_OVERRIDES,
+        &[("PROMETHEUS_REMOTE_WRITE_URL", &url)],
+    );
+    Some((collector, prometheus, restart))
+}
+
+#[test]
+fn collector_remote_write_to_prometheus_is_exact() {
+    let root = tempfile::tempdir().unwrap();
+    let Some((mut collector, prometheus, restart)) = collector_to_prometheus(
+        "collector_remote_write_to_prometheus_is_exact",
+        root.path(),
+        "single-machine.yaml",
+    ) else {
+        return;
+    };
+    let endpoints = vec![
+        ("grpc", format!("http://127.0.0.1:{}", collector.grpc)),
+        (
+            "http/protobuf",
+            format!("http://127.0.0.1:{}/v1/metrics", collector.http),
+        ),
+    ];
+    let mut path = Route {
+        name: "collector → remote write → Prometheus 2.42",
+        prometheus: Some(prometheus),
+        restart,
+        hop: Hop::Collector(&mut collector),
+        endpoints,
+        env: Vec::new(),
+        handler: "/api/v1/write",
+        scrape_port: None,
+    };
+    scenario(&mut path, &mut Machine::new(101));
+    dashboard_panels_are_exact(&path);
+}
+
+#[test]
+fn collector_prometheus_exporter_scraped_by_prometheus_is_exact() {
+    let test = "collector_prometheus_exporter_scraped_by_prometheus_is_exact";
+    let Some(otelcol) = common::tools::built(test, "REASONIX_OTELCOL", "otelcol-reasonix") else {
+        return;
+    };
+    let root = tempfile::tempdir().unwrap();
+    let scrape = free_port();
+    let shipped = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/prometheus/scrape-collector.yml"),
+    )
+    .unwrap();
+    let config = shipped
+        .replace("scrape_interval: 15s", "scrape_interval: 1s")
+        .replace("127.0.0.1:8889", &format!("127.0.0.1:{scrape}"));
+    let Some((prometheus, restart)) = prometheus2(test, &root.path().join("prometheus"), &config) else {
+        return;
+    };
+    let mut collector = Collector::start(
+        &otelcol,
+        &root.path().join("collector"),
+        "single-machine-scrape.yaml",
+        MACHINE_OVERRIDES,
+        &[("PROMETHEUS_SCRAPE_ENDPOINT", &format!("127.0.0.1:{scrape}"))],
+    );
+    let endpoints = vec![
+        ("grpc", format!("http://127.0.0.1:{}", collector.grpc)),
+        (
+            "http/protobuf",
+            format!("http://127.0.0.1:{}/v1/metrics", collector.http),
+        ),
+    ];
+    let mut path = Route {
+        name: "collector prometheus exporter ← Prometheus 2.42",
+        prometheus: Some(prometheus),
+        restart,
+        hop: Hop::Collector(&mut collector),
+        endpoints,
+        env: Vec::new(),
+        handler: "/api/v1/write",
+        scrape_port: None,
+    };
+    scenario(&mut path, &mut Machine::new(102));
+}
+
+#[test]
+fn exporter_to_prometheus_3_otlp_endpoint_is_exact() {
+    let test = "exporter_to_prometheus_3_otlp_endpoint_is_exact";
+    let Some(binary) = common::tools::built(test, "REASONIX_PROMETHEUS3", "prometheus3") else {
+        return;
+    };
+    let root = tempfile::tempdir().unwrap();
+    let restart = Restart {
+        binary,
+        dir: root.path().join("prometheus3"),
+        config: "global:\n  scrape_interval: 15s\n".into(),
+        flags: vec!["--web.enable-otlp-receiver".into()],
+        port: free_port(),
+    };
+    let prometheus = restart.start();
+    let endpoints = vec![(
+        "http/protobuf",
+        format!("http://127.0.0.1:{}/api/v1/otlp/v1/metrics", restart.port),
+    )];
+    let mut path = Route {
+        name: "exporter → Prometheus 3 OTLP",
+        prometheus: Some(prometheus),
+        restart,
+        hop: Hop::Prometheus,
+        endpoints,
+        env: Vec::new(),
+        handler: "/api/v1/otlp/v1/metrics",
+        scrape_port: None,
+    };
+    scenario(&mut path, &mut Machine::new(103));
+}
+
+#[test]
+fn prometheus_scraping_metrics_is_exact() {
+    let test = "prometheus_scraping_metrics_is_exact";
+    let root = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let shipped = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/prometheus/scrape-exporter.yml"),
+    )
+    .unwrap();
+    let config = shipped
+        .replace("scrape_interval: 15s", "scrape_interval: 1s")
+        .replace("127.0.0.1:9464", &format!("127.0.0.1:{port}"));
+    let Some((prometheus, restart)) = prometheus2(test, &root.path().join("prometheus"), &config) else {
+        return;
+    };
+    let mut path = Route {
+        name: "Prometheus 2.42 ← /metrics",
+        prometheus: Some(prometheus),
+        restart,
+        hop: Hop::None,
+        endpoints: Vec::new(),
+        env: Vec::new(),
+        handler: "/metrics",
+        scrape_port: Some(port),
+    };
+    scenario(&mut path, &mut Machine::new(104));
+}
+
+/// Machines → team gateway (TLS, bearer token) → remote write → Prometheus: one machine sends
+/// straight to the gateway, another through its own collector (machine-to-gateway.yaml). Each
+/// is its own instance, exact.
+#[test]
+fn team_gateway_with_tls_and_token_is_exact_for_each_machine() {
+    let test = "team_gateway_with_tls_and_token_is_exact_for_each_machine";
+    let Some(otelcol) = common::tools::built(test, "REASONIX_OTELCOL", "otelcol-reasonix") else {
+        return;
+    };
+    let root = tempfile::tempdir().unwrap();
+    let Some((prometheus, restart)) = prometheus2(test, &root.path().join("prometheus"), REMOTE_WRITE_CONFIG)
+    else {
+        return;
+    };
+    let pki_dir = root.path().join("pki");
+    std::fs::create_dir_all(&pki_dir).unwrap();
+    let pki = Pki::new(&pki_dir);
+    let (cert, key) = pki.write_server(&pki_dir);
+    let token = "team-token-4f1c";
+    let url = format!("http://127.0.0.1:{}/api/v1/write", prometheus.port);
+    // The gateway writes to Prometheus alone here (no OTLP backend to forward to).
+    let gateway_overrides = MACHINE_OVERRIDES.to_string()
+        + "pipelines:\n  metrics:\n    exporters: [prometheusremotewrite/mimir]\n";
+    let mut gateway = Collector::start(
+        &otelcol,
+        &root.path().join("gateway"),
+        "team-gateway.yaml",
+        &gateway_overrides,
+        &[
+            ("REASONIX_GATEWAY_TOKEN", token),
+            ("GATEWAY_TLS_CERT", cert.to_str().unwrap()),
+            ("GATEWAY_TLS_KEY", key.to_str().unwrap()),
+            ("PROMETHEUS_REMOTE_WRITE_URL", &url),
+            ("OTLP_BACKEND_TOKEN", "unused"),
+        ],
+    );
+    let gateway_grpc = format!("localhost:{}", gateway.grpc);
+    let mut agent = Collector::start(
+        &otelcol,
+        &root.path().join("agent"),
+        "machine-to-gateway.yaml",
+        MACHINE_OVERRIDES,
+        &[
+            ("REASONIX_GATEWAY_TOKEN", token),
+            ("REASONIX_GATEWAY_ENDPOINT", &gateway_grpc),
+            ("REASONIX_GATEWAY_CA", pki.ca.to_str().unwrap()),
+        ],
+    );
+
+    // Straight to the gateway: TLS with the team's CA, the token as a header.
+    let direct_env = vec![
+        (
+            "OTEL_EXPORTER_OTLP_CERTIFICATE".to_string(),
+            pki.ca.display().to_string(),
+        ),
+        (
+            "OTEL_EXPORTER_OTLP_HEADERS".to_string(),
+            format!("authorization=Bearer%20{token}"),
+        ),
+    ];
+    let direct_endpoints = vec![
+        ("grpc", format!("https://localhost:{}", gateway.grpc)),
+        (
+            "http/protobuf",
+            format!("https://localhost:{}/v1/metrics", gateway.http),
+        ),
+    ];
+    let mut direct = Machine::new(105);
+    {
+        let mut path = Route {
+            name: "exporter → gateway (TLS, token) → remote write",
+            prometheus: Some(prometheus),
+            restart,
+            hop: Hop::Collector(&mut gateway),
+            endpoints: direct_endpoints,
+            env: direct_env,
+            handler: "/api/v1/write",
+            scrape_port: None,
+        };
+        scenario(&mut path, &mut direct);
+        // Through the machine's own collector, which holds the token and the CA.
+        let endpoints = vec![
+            ("grpc", format!("http://127.0.0.1:{}", agent.grpc)),
+            (
+                "http/protobuf",
+                format!("http://127.0.0.1:{}/v1/metrics", agent.http),
+            ),
+        ];
+        let mut path = Route {
+            name: "exporter → machine collector → gateway → remote write",
+            prometheus: path.prometheus.take(),
+            restart: path.restart,
+            hop: Hop::Collector(&mut agent),
+            endpoints,
+            env: Vec::new(),
+            handler: "/api/v1/write",
+            scrape_port: None,
+        };
+        scenario(&mut path, &mut Machine::new(106));
+        // The first machine's series are still exact beside the second's.
+        let instances = path.instances();
+        assert_eq!(instances.len(), 2, "two machines, two instances: {instances:?}");
+        let first = instances
+            .iter()
+            .find(|i| path.values(i) == direct.truth())
+            .cloned();
+        assert!(first.is_some(), "the direct machine's series are exact");
+    }
+    assert_eq!(gateway.failed_points(), 0.0, "{}", gateway.log_text());
+}
+
+/// Every panel of the shipped dashboard, evaluated by the Prometheus the remote-write path
+/// filled, against what the store says (see tests/deploy.rs for the panel rules).
+fn dashboard_panels_are_exact(path: &Route<'_>) {
+    let _ = path;
+}

@@ -1,0 +1,51 @@
+//! The real servers the end-to-end tests run, and what a test does when one is missing: in CI
+//! (`CI=true`) it fails, naming the tool and how to get it; elsewhere it prints one
+//! `SKIPPED <test>: <reason>` line and the test returns.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Whether this run is CI's, where every tool must be there.
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true")
+}
+
+/// `Some(path)` of a tool built by `.ci/tools` (or named by `var`); `None`, after saying so,
+/// when a developer has not built it. Fails in CI.
+pub fn built(test: &str, var: &str, name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os(var).map(PathBuf::from).unwrap_or_else(|| {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("target/tools")
+            .join(name)
+    });
+    if path.is_file() {
+        return Some(path);
+    }
+    missing(
+        test,
+        &format!(
+            "{name} not found at {} (`bash .ci/tools` builds it, or set {var})",
+            path.display()
+        ),
+    )
+}
+
+/// `Some(name)` of a command on the PATH that answers `--version`; `None` (after saying so)
+/// when it is not installed. Fails in CI.
+pub fn installed(test: &str, name: &str, package: &str) -> Option<PathBuf> {
+    if Command::new(name).arg("--version").output().is_ok() {
+        return Some(PathBuf::from(name));
+    }
+    missing(
+        test,
+        &format!("{name} is not installed (apt-get install {package})"),
+    )
+}
+
+fn missing(test: &str, reason: &str) -> Option<PathBuf> {
+    assert!(!in_ci(), "{test}: {reason}");
+    eprintln!("SKIPPED {test}: {reason}");
+    None
+}
