@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::collector::Collector;
+use common::dashboard::{check_panels, sums_of};
 use common::generator::Generator;
 use common::model::{Model, QUANTITIES, Series};
 use common::pki::Pki;
@@ -100,6 +101,13 @@ impl Route<'_> {
         }
         out.retain(|_, v| v.iter().any(|x| *x > 0));
         out
+    }
+
+    /// When the newest sample of `instance`'s tokens was taken (Unix seconds).
+    fn newest_sample(&self, instance: &str) -> f64 {
+        let expr = format!("max(timestamp(reasonix_tokens_total{{instance=\"{instance}\"}}))");
+        let at = self.prometheus().scalar(&expr);
+        at.unwrap_or_else(|| panic!("{}: no sample time", self.name))
     }
 
     /// The instances that have ledger series.
@@ -251,8 +259,17 @@ impl Machine {
     }
 }
 
-/// The scenario of the module's header, for `machine` on `path`.
-fn scenario(path: &mut Route<'_>, machine: &mut Machine) {
+/// Two moments of a scenario at which Prometheus had the store's values exactly: Unix seconds
+/// of a sample, and the values then.
+struct Window {
+    instance: String,
+    start: (f64, BTreeMap<Series, [u64; 8]>),
+    end: (f64, BTreeMap<Series, [u64; 8]>),
+}
+
+/// The scenario of the module's header, for `machine` on `path`. Returns the window from the
+/// restart after `kill -9` to the end.
+fn scenario(path: &mut Route<'_>, machine: &mut Machine) -> Window {
     let before = path.instances();
     // A backfill, then `once` over each protocol the path takes.
     machine.lines_land(300);
@@ -293,7 +310,9 @@ fn scenario(path: &mut Route<'_>, machine: &mut Machine) {
     daemon.kill9();
     machine.lines_land(25);
     let daemon = machine.run(path);
-    path.wait_for(&instance, &machine.truth(), "restart after kill -9");
+    let truth = machine.truth();
+    path.wait_for(&instance, &truth, "restart after kill -9");
+    let start = (path.newest_sample(&instance), truth);
 
     // The first hop restarted mid-run, then down for a while.
     path.hop_down();
@@ -316,7 +335,9 @@ fn scenario(path: &mut Route<'_>, machine: &mut Machine) {
     assert!(status.success(), "{log}");
 
     // Every series exact, none ever reset, nothing refused.
-    path.wait_for(&instance, &machine.truth(), "the end");
+    let truth = machine.truth();
+    path.wait_for(&instance, &truth, "the end");
+    let end = (path.newest_sample(&instance), truth);
     let counters: Vec<String> = path
         .prometheus()
         .api("label/__name__/values")
@@ -340,6 +361,7 @@ fn scenario(path: &mut Route<'_>, machine: &mut Machine) {
         .sum();
     assert_eq!(resets, 0.0, "{}: counter resets", path.name);
     path.assert_nothing_refused("the end");
+    Window { instance, start, end }
 }
 
 /// `status --json`'s series with anything counted.
@@ -421,8 +443,8 @@ fn collector_remote_write_to_prometheus_is_exact() {
         handler: "/api/v1/write",
         scrape_port: None,
     };
-    scenario(&mut path, &mut Machine::new(101));
-    dashboard_panels_are_exact(&path);
+    let window = scenario(&mut path, &mut Machine::new(101));
+    dashboard_panels_are_exact(&path, &window);
 }
 
 #[test]
@@ -642,7 +664,26 @@ fn team_gateway_with_tls_and_token_is_exact_for_each_machine() {
 }
 
 /// Every panel of the shipped dashboard, evaluated by the Prometheus the remote-write path
-/// filled, against what the store says (see tests/deploy.rs for the panel rules).
-fn dashboard_panels_are_exact(path: &Route<'_>) {
-    let _ = path;
+/// filled, over the scenario's window: the Lifetime panels equal the store's lifetime sums, the
+/// range panels what the store committed within the window (tests/deploy.rs has the rules every
+/// panel follows, and the same check on the scrape path).
+fn dashboard_panels_are_exact(path: &Route<'_>, window: &Window) {
+    let (start, before) = &window.start;
+    let (end, after) = &window.end;
+    assert!(
+        after.keys().all(|series| before.contains_key(series)),
+        "a series new within the window starts at its first value, which increase() leaves out"
+    );
+    let lifetime = sums_of(after.values());
+    let earlier = sums_of(before.values());
+    let grown: Vec<u64> = lifetime.iter().zip(earlier).map(|(a, b)| a - b).collect();
+    assert!(grown.iter().all(|g| *g > 0), "every quantity grew: {grown:?}");
+    assert_eq!(path.instances().len(), 1, "{}", window.instance);
+    check_panels(
+        path.prometheus(),
+        *start,
+        *end,
+        lifetime,
+        grown.try_into().unwrap(),
+    );
 }

@@ -11,12 +11,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use serde_json::Value;
 use yaml_rust2::{Yaml, YamlLoader};
 
+use common::dashboard::{check_panels, dashboard, first_value, queries, sums};
 use common::generator::{Generator, days};
-use common::model::{Model, QUANTITIES};
-use common::prom_server::{Prometheus, encode};
+use common::model::Model;
+use common::prom_server::Prometheus;
 use common::{BIN, Fixture, free_port, scrape_totals, wait_until};
 
 fn deploy(path: &str) -> PathBuf {
@@ -30,9 +30,61 @@ fn read(path: &str) -> String {
 fn installed(tool: &str) -> bool {
     let found = Command::new(tool).arg("--version").output().is_ok();
     if !found {
-        eprintln!("{tool} is not installed (.ci/run installs it): skipping");
+        assert!(
+            !common::tools::in_ci(),
+            "{tool} is not installed: .ci/run installs it"
+        );
+        eprintln!("SKIPPED: {tool} is not installed (.ci/run installs it)");
     }
     found
+}
+
+/// The shipped collector configurations (the builder's manifest is not one).
+fn collector_files() -> Vec<String> {
+    let mut files: Vec<String> = std::fs::read_dir(deploy("collector"))
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".yaml") && n != "builder.yaml")
+        .collect();
+    files.sort();
+    assert!(files.len() >= 4, "{files:?}");
+    files
+}
+
+/// `otelcol validate` on every shipped collector file, with the variables it needs and test
+/// certificates where it names files: the real collector knows its components and their
+/// settings.
+#[test]
+fn every_collector_file_passes_otelcol_validate() {
+    let test = "every_collector_file_passes_otelcol_validate";
+    let Some(otelcol) = common::tools::built(test, "REASONIX_OTELCOL", "otelcol-reasonix") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let pki = common::pki::Pki::new(dir.path());
+    let (cert, key) = pki.write_server(dir.path());
+    for file in collector_files() {
+        let out = Command::new(&otelcol)
+            .arg("validate")
+            .arg(format!(
+                "--config={}",
+                deploy(&format!("collector/{file}")).display()
+            ))
+            .env("REASONIX_GATEWAY_TOKEN", "token")
+            .env("REASONIX_GATEWAY_ENDPOINT", "localhost:4317")
+            .env("REASONIX_GATEWAY_CA", &pki.ca)
+            .env("GATEWAY_TLS_CERT", &cert)
+            .env("GATEWAY_TLS_KEY", &key)
+            .env("OTLP_BACKEND_TOKEN", "token")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "otelcol validate rejects deploy/collector/{file}:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
 
 #[test]
@@ -40,7 +92,7 @@ fn prometheus_configurations_pass_promtool() {
     if !installed("promtool") {
         return;
     }
-    for name in ["prometheus.yml", "scrape-exporter.yml"] {
+    for name in ["prometheus.yml", "scrape-exporter.yml", "scrape-collector.yml"] {
         let out = Command::new("promtool")
             .args(["check", "config"])
             .arg(deploy(&format!("prometheus/{name}")))
@@ -94,7 +146,7 @@ fn authenticators(yaml: &Yaml, out: &mut Vec<String>) {
 #[test]
 fn collector_configurations_name_only_real_components_and_wire_them_up() {
     let known = known_components();
-    for file in ["single-machine.yaml", "team-gateway.yaml"] {
+    for file in collector_files() {
         let text = read(&format!("collector/{file}"));
         let docs = YamlLoader::load_from_str(&text).unwrap_or_else(|e| panic!("{file}: {e}"));
         let config = &docs[0];
@@ -306,35 +358,10 @@ fn launchd_plist_is_a_valid_property_list() {
     );
 }
 
-/// Every `expr` of the dashboard with its panel's title, type and whether it is an instant query.
-struct Query {
-    panel: String,
-    expr: String,
-    instant: bool,
-}
-
-fn dashboard() -> Value {
-    serde_json::from_str(&read("grafana/reasonix.json")).expect("the dashboard is JSON")
-}
-
-fn queries(dash: &Value) -> Vec<Query> {
-    let mut out = Vec::new();
-    for panel in dash["panels"].as_array().unwrap() {
-        for target in panel["targets"].as_array().into_iter().flatten() {
-            out.push(Query {
-                panel: panel["title"].as_str().unwrap().to_string(),
-                expr: target["expr"].as_str().unwrap().to_string(),
-                instant: target["instant"].as_bool().unwrap_or(false),
-            });
-        }
-    }
-    out
-}
-
-/// The range of every `rate(...[R])` / `increase(...[R])` in `expr`.
+/// The range of every `rate(...[R])` / `increase(...[R])` / `last_over_time(...[R])` in `expr`.
 fn counter_ranges(expr: &str) -> Vec<String> {
     let mut out = Vec::new();
-    for function in ["rate(", "increase("] {
+    for function in ["rate(", "increase(", "last_over_time("] {
         for (at, _) in expr.match_indices(function) {
             // `irate(` is not `rate(`.
             if at > 0 && expr.as_bytes()[at - 1].is_ascii_alphabetic() {
@@ -366,7 +393,8 @@ fn dashboard_queries_follow_the_counter_rules() {
     assert!(all.len() >= 30, "{} queries", all.len());
     for q in &all {
         let ranges = counter_ranges(&q.expr);
-        // Each counter is read through exactly one rate/increase.
+        // Each counter is read through exactly one rate/increase, or (Lifetime panels alone)
+        // its value, the newest in the range.
         assert_eq!(
             q.expr.matches("_total{").count(),
             ranges.len(),
@@ -381,38 +409,30 @@ fn dashboard_queries_follow_the_counter_rules() {
                 || (range == "$__interval" && q.panel.starts_with("Daily totals"));
             assert!(allowed, "{}: range [{range}] in {}", q.panel, q.expr);
         }
+        assert_eq!(
+            q.expr.contains("last_over_time("),
+            q.panel.starts_with("Lifetime "),
+            "{}: counter values belong in Lifetime panels alone: {}",
+            q.panel,
+            q.expr
+        );
+        // Different quantities are never added (`prompt` includes the cache split, `completion`
+        // the reasoning).
+        for (at, _) in q.expr.match_indices(" + ") {
+            let (left, right) = (&q.expr[..at], &q.expr[at..]);
+            assert!(
+                !(left.contains("_total{") && right.contains("_total{")),
+                "{}: adds counters: {}",
+                q.panel,
+                q.expr
+            );
+        }
         if q.expr.contains("reasonix_") && !q.expr.contains("reasonix_exporter_") {
             for var in ["$instance", "$provider", "$model_ref", "$source"] {
                 assert!(q.expr.contains(var), "{}: ignores {var}: {}", q.panel, q.expr);
             }
         }
     }
-}
-
-/// A query as Grafana would send it: variables as "All", ranges as given.
-fn substitute(expr: &str, range_ms: u64) -> String {
-    expr.replace("$instance", ".*")
-        .replace("$provider", ".*")
-        .replace("$model_ref", ".*")
-        .replace("$source", ".*")
-        .replace("$__rate_interval", "5s")
-        .replace("$__range", &format!("{range_ms}ms"))
-        .replace("$__interval", "1h")
-}
-
-fn first_value(result: &[Value]) -> Option<f64> {
-    result.first()?["value"][1].as_str()?.parse().ok()
-}
-
-/// The sums over all series of the model's eight quantities.
-fn sums(model: &Model) -> [u64; 8] {
-    let mut sum = [0; 8];
-    for totals in model.expected.totals().values() {
-        for (s, t) in sum.iter_mut().zip(totals) {
-            *s += t;
-        }
-    }
-    sum
 }
 
 #[test]
@@ -484,71 +504,8 @@ fn every_dashboard_panel_returns_data_and_the_totals_panels_are_exact() {
         .iter()
         .filter_map(|s| s["values"][0][0].as_f64())
         .fold(f64::INFINITY, f64::min);
-    let range_ms = ((end - start) * 1000.0).round() as u64;
 
-    let dash = dashboard();
-    let quantity = |name: &str| QUANTITIES.iter().position(|q| *q == name).unwrap();
-    let exact = [
-        ("Tokens (total)", quantity("total")),
-        ("Prompt", quantity("prompt")),
-        ("Completion", quantity("completion")),
-        ("Reasoning", quantity("reasoning")),
-        ("Requests", quantity("requests")),
-        ("Turns", quantity("turns")),
-    ];
-    let mut checked = 0;
-    for q in queries(&dash) {
-        let expr = substitute(&q.expr, range_ms);
-        let result = if q.instant {
-            prometheus.query(&expr, Some(end))
-        } else {
-            prometheus
-                .api(&format!(
-                    "query_range?query={}&start={start:.3}&end={end:.3}&step=1",
-                    encode(&expr)
-                ))
-                .and_then(|data| data["result"].as_array().cloned())
-        };
-        let result = result.unwrap_or_else(|| panic!("{}: Prometheus refused {expr}", q.panel));
-        assert!(!result.is_empty(), "{}: no data for {expr}", q.panel);
-        if let Some((_, index)) = exact.iter().find(|(title, _)| *title == q.panel) {
-            assert_eq!(
-                first_value(&result),
-                Some(grown[*index] as f64),
-                "{}: {expr}",
-                q.panel
-            );
-            checked += 1;
-        }
-        if q.panel == "Cache hit ratio" && q.instant {
-            let (hit, miss) = (grown[quantity("cache_hit")], grown[quantity("cache_miss")]);
-            let want = hit as f64 / (hit + miss) as f64;
-            let got = first_value(&result).unwrap();
-            assert!((got - want).abs() < 1e-9, "cache hit ratio {got} != {want}");
-            checked += 1;
-        }
-    }
-    assert_eq!(checked, exact.len() + 1, "every totals panel was checked");
-
-    // The variables' values.
-    for var in dash["templating"]["list"].as_array().unwrap() {
-        let Some(definition) = var["definition"].as_str() else {
-            continue;
-        };
-        let inner = definition
-            .strip_prefix("label_values(")
-            .and_then(|d| d.strip_suffix(')'))
-            .unwrap();
-        let (selector, label) = inner.rsplit_once(", ").unwrap();
-        let selector = substitute(selector, range_ms);
-        let values = prometheus
-            .api(&format!("label/{label}/values?match[]={}", encode(&selector)))
-            .unwrap();
-        assert!(
-            !values.as_array().unwrap().is_empty(),
-            "variable {label}: no values for {selector}"
-        );
-    }
+    check_panels(&prometheus, start, end, after, grown.try_into().unwrap());
 }
 
 #[test]

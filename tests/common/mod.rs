@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod collector;
+pub mod dashboard;
 pub mod generator;
 pub mod model;
 pub mod pki;
