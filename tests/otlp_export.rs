@@ -366,13 +366,14 @@ fn standard_headers_and_gzip_reach_the_collector_http() {
     check_headers_and_gzip_reach_the_collector(Receiver::http());
 }
 
-/// Contract §4, power loss: the record of an export must be on disk (its file synced, renamed
-/// into place and the rename synced) before a byte of the export leaves, or a power cut right
-/// after the collector took it would have the next run send the same increments again. The
-/// store's log is not `fsync`ed for it: that would pay for every page sled dirtied at open.
+/// Contract §4, power loss: the stream record of an export must be on disk (its file synced,
+/// renamed into place and the rename synced) before a byte of the export leaves, or a power cut
+/// right after the collector took it could leave the marks below what the backend has, and a
+/// store behind them would send a lower value. The store's log is not `fsync`ed for it: that
+/// would pay for every page sled dirtied at open.
 #[test]
 #[cfg(target_os = "linux")]
-fn the_export_record_is_on_disk_before_the_export_is_sent_and_the_log_is_not_synced_for_it() {
+fn the_stream_record_is_on_disk_before_the_export_is_sent_and_the_log_is_not_synced_for_it() {
     if !common::strace_installed() {
         return;
     }

@@ -55,7 +55,7 @@ pub async fn once(settings: &Settings) -> anyhow::Result<()> {
                 );
             }
         }
-        // Nothing to read yet is not a failure: what is undelivered still goes out.
+        // Nothing to read yet is not a failure: the store's totals still go out.
         Err(IngestError::StatsDir { source, .. }) if source.kind() == ErrorKind::NotFound => tracing::warn!(
             "stats dir {} does not exist yet (from {}); nothing to read. Is Reasonix installed? Set --stats-dir or REASONIX_HOME if it lives elsewhere",
             stats_dir.display(),
