@@ -96,6 +96,7 @@ fn kill_runs_then_finish(receiver: Receiver, seed: u64) {
     );
 
     assert_success(&fx.run(&args));
+    assert_eq!(receiver.check_one_stream(), Ok(()), "one stream across every kill");
     let (got, want) = (receiver.backend_totals(), model.expected.totals());
     if got != want {
         let sum = |m: &std::collections::BTreeMap<_, [u64; 8]>| {
@@ -217,6 +218,7 @@ fn daemon_killed_while_the_ledger_grows(receiver: Receiver, seed: u64, flaky: bo
         want,
         "and nothing more after the last stop"
     );
+    assert_eq!(receiver.check_one_stream(), Ok(()), "one stream across every kill");
 }
 
 #[test]

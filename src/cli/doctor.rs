@@ -244,7 +244,13 @@ async fn check_collector(settings: &Settings, report: &mut Report) {
     // An empty export request: valid OTLP that carries no data.
     let empty = ExportMetricsServiceRequest::default().encode_to_vec();
     match transport.send(&empty).await {
-        Ok(()) => report.ok("OTLP", format!("{what}: reachable, accepts exports")),
+        Ok(()) => report.ok(
+            "OTLP",
+            format!(
+                "{what}: reachable, accepts exports; this store's stream is service.instance.id {}",
+                settings.instance
+            ),
+        ),
         Err(e) => report.problem(
             "OTLP",
             format!("{what}: {e}"),

@@ -187,10 +187,11 @@ impl Receiver {
         }
     }
 
-    /// The backend's view: per series, for each run (a distinct start time) the last value it
-    /// received, summed over runs. Delta points are summed as they come.
+    /// The backend's view, as one that keeps one series per label set has it: per series the
+    /// newest cumulative value received (whatever its start time), plus every delta point
+    /// summed as they come.
     pub fn backend_totals(&self) -> BTreeMap<Series, [u64; 8]> {
-        let mut last: BTreeMap<(Series, usize, u64), (u64, u64)> = BTreeMap::new();
+        let mut last: BTreeMap<(Series, usize), (u64, u64)> = BTreeMap::new();
         let mut delta: BTreeMap<Series, [u64; 8]> = BTreeMap::new();
         for req in self.requests() {
             for rm in &req.resource_metrics {
@@ -216,7 +217,7 @@ impl Receiver {
                             if sum.aggregation_temporality == 1 {
                                 delta.entry(series).or_insert([0; 8])[q] += value;
                             } else {
-                                let key = (series, q, p.start_time_unix_nano);
+                                let key = (series, q);
                                 let slot = last.entry(key).or_insert((0, 0));
                                 if p.time_unix_nano >= slot.0 {
                                     *slot = (p.time_unix_nano, value);
@@ -227,7 +228,7 @@ impl Receiver {
                 }
             }
         }
-        for ((series, q, _), (_, value)) in last {
+        for ((series, q), (_, value)) in last {
             delta.entry(series).or_insert([0; 8])[q] += value;
         }
         delta.retain(|_, v| v.iter().any(|x| *x > 0));
