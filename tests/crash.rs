@@ -96,7 +96,11 @@ fn kill_runs_then_finish(receiver: Receiver, seed: u64) {
     );
 
     assert_success(&fx.run(&args));
-    assert_eq!(receiver.check_one_stream(), Ok(()), "one stream across every kill");
+    assert_eq!(
+        receiver.check_one_stream(),
+        Ok(()),
+        "one stream across every kill"
+    );
     let (got, want) = (receiver.backend_totals(), model.expected.totals());
     if got != want {
         let sum = |m: &std::collections::BTreeMap<_, [u64; 8]>| {
@@ -218,7 +222,11 @@ fn daemon_killed_while_the_ledger_grows(receiver: Receiver, seed: u64, flaky: bo
         want,
         "and nothing more after the last stop"
     );
-    assert_eq!(receiver.check_one_stream(), Ok(()), "one stream across every kill");
+    assert_eq!(
+        receiver.check_one_stream(),
+        Ok(()),
+        "one stream across every kill"
+    );
 }
 
 #[test]

@@ -259,6 +259,25 @@ fn resource_honours_otel_service_name_and_attributes() {
     );
     assert_eq!(resource_attr(first, "team").as_deref(), Some("platform"));
     assert!(resource_attr(first, "host.name").is_some());
+    // The store's identity: `user@host`, with the state dir's hash (the fixture's is not the
+    // default one), nothing that changes from run to run.
+    let instance = resource_attr(first, "service.instance.id").expect("service.instance.id");
+    assert!(instance.contains('@') && instance.contains('/'), "{instance}");
+    assert_success(&fx.export_to(&receiver));
+    let again = receiver.data_requests().last().cloned().unwrap();
+    assert_eq!(resource_attr(&again, "service.instance.id"), Some(instance));
+    // One set by the user wins.
+    let out = fx
+        .once_to(&receiver)
+        .env("OTEL_RESOURCE_ATTRIBUTES", "service.instance.id=alice-laptop")
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let last = receiver.data_requests().last().cloned().unwrap();
+    assert_eq!(
+        resource_attr(&last, "service.instance.id").as_deref(),
+        Some("alice-laptop")
+    );
 }
 
 fn check_late_answer_is_superseded_exactly(receiver: Receiver) {

@@ -248,7 +248,7 @@ async fn check_collector(settings: &Settings, report: &mut Report) {
             "OTLP",
             format!(
                 "{what}: reachable, accepts exports; this store's stream is service.instance.id {}",
-                settings.instance
+                crate::export::resource::instance_of(&crate::export::resource::resource(&settings.instance))
             ),
         ),
         Err(e) => report.problem(

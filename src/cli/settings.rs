@@ -718,4 +718,22 @@ mod tests {
         let err = parse_config("stats_dir = \"/x\"\nstats_dri = \"/y\"\n").unwrap_err();
         assert!(err.contains("stats_dri"), "{err}");
     }
+
+    #[test]
+    fn the_instance_names_the_user_and_host_and_tells_state_dirs_apart() {
+        let default = Path::new("/home/alice/.local/state/reasonix-exporter");
+        let plain = instance_id(default, Some(default));
+        assert!(plain.contains('@') && !plain.contains('/'), "{plain}");
+        let other = instance_id(Path::new("/srv/second"), Some(default));
+        assert!(
+            other.starts_with(&format!("{plain}/")) && other.len() == plain.len() + 9,
+            "{other}"
+        );
+        assert_eq!(
+            other,
+            instance_id(Path::new("/srv/second"), Some(default)),
+            "stable"
+        );
+        assert_ne!(other, instance_id(Path::new("/srv/third"), Some(default)));
+    }
 }

@@ -42,3 +42,16 @@ pub fn resource(instance: &str) -> ProtoResource {
         ..ProtoResource::default()
     }
 }
+
+/// The `service.instance.id` a resource carries: ours, or the one `OTEL_RESOURCE_ATTRIBUTES` set.
+pub fn instance_of(resource: &ProtoResource) -> String {
+    resource
+        .attributes
+        .iter()
+        .find(|kv| kv.key == "service.instance.id")
+        .and_then(|kv| match kv.value.as_ref()?.value.as_ref()? {
+            opentelemetry_proto::tonic::common::v1::any_value::Value::StringValue(id) => Some(id.clone()),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
