@@ -76,8 +76,8 @@ struct Route<'a> {
     endpoints: Vec<(&'static str, String)>,
     /// Variables the exporter needs for this path (a CA, a token).
     env: Vec<(String, String)>,
-    /// The handler Prometheus receives on, whose refusals are counted.
-    handler: &'static str,
+    /// The handler Prometheus receives on, whose refusals are counted (none when it scrapes).
+    handler: Option<&'static str>,
     /// The scrape path: the exporter serves `/metrics` here.
     scrape_port: Option<u16>,
 }
@@ -141,21 +141,22 @@ impl Route<'_> {
         let body = http_get(self.prometheus().port, "/metrics", None).unwrap_or_default();
         body.lines()
             .filter(|l| l.starts_with("prometheus_http_requests_total{"))
-            .filter(|l| l.contains(&format!("handler=\"{}\"", self.handler)))
+            .filter(|l| {
+                self.handler
+                    .is_some_and(|h| l.contains(&format!("handler=\"{h}\"")))
+            })
             .filter(|l| !l.contains("code=\"2"))
             .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
             .sum()
     }
 
     fn assert_nothing_refused(&mut self, step: &str) {
-        if self.scrape_port.is_none() {
-            assert_eq!(
-                self.refused(),
-                0.0,
-                "{}, {step}: Prometheus refused requests",
-                self.name
-            );
-        }
+        assert_eq!(
+            self.refused(),
+            0.0,
+            "{}, {step}: Prometheus refused requests",
+            self.name
+        );
         if let Hop::Collector(collector) = &self.hop {
             assert_eq!(
                 collector.failed_points(),
@@ -426,13 +427,7 @@ fn collector_remote_write_to_prometheus_is_exact() {
     ) else {
         return;
     };
-    let endpoints = vec![
-        ("grpc", format!("http://127.0.0.1:{}", collector.grpc)),
-        (
-            "http/protobuf",
-            format!("http://127.0.0.1:{}/v1/metrics", collector.http),
-        ),
-    ];
+    let endpoints = collector.endpoints();
     let mut path = Route {
         name: "collector → remote write → Prometheus 2.42",
         prometheus: Some(prometheus),
@@ -440,7 +435,7 @@ fn collector_remote_write_to_prometheus_is_exact() {
         hop: Hop::Collector(&mut collector),
         endpoints,
         env: Vec::new(),
-        handler: "/api/v1/write",
+        handler: Some("/api/v1/write"),
         scrape_port: None,
     };
     let window = scenario(&mut path, &mut Machine::new(101));
@@ -472,13 +467,7 @@ fn collector_prometheus_exporter_scraped_by_prometheus_is_exact() {
         MACHINE_OVERRIDES,
         &[("PROMETHEUS_SCRAPE_ENDPOINT", &format!("127.0.0.1:{scrape}"))],
     );
-    let endpoints = vec![
-        ("grpc", format!("http://127.0.0.1:{}", collector.grpc)),
-        (
-            "http/protobuf",
-            format!("http://127.0.0.1:{}/v1/metrics", collector.http),
-        ),
-    ];
+    let endpoints = collector.endpoints();
     let mut path = Route {
         name: "collector prometheus exporter ← Prometheus 2.42",
         prometheus: Some(prometheus),
@@ -486,7 +475,7 @@ fn collector_prometheus_exporter_scraped_by_prometheus_is_exact() {
         hop: Hop::Collector(&mut collector),
         endpoints,
         env: Vec::new(),
-        handler: "/api/v1/write",
+        handler: None,
         scrape_port: None,
     };
     scenario(&mut path, &mut Machine::new(102));
@@ -518,7 +507,7 @@ fn exporter_to_prometheus_3_otlp_endpoint_is_exact() {
         hop: Hop::Prometheus,
         endpoints,
         env: Vec::new(),
-        handler: "/api/v1/otlp/v1/metrics",
+        handler: Some("/api/v1/otlp/v1/metrics"),
         scrape_port: None,
     };
     scenario(&mut path, &mut Machine::new(103));
@@ -546,7 +535,7 @@ fn prometheus_scraping_metrics_is_exact() {
         hop: Hop::None,
         endpoints: Vec::new(),
         env: Vec::new(),
-        handler: "/metrics",
+        handler: None,
         scrape_port: Some(port),
     };
     scenario(&mut path, &mut Machine::new(104));
@@ -628,18 +617,12 @@ fn team_gateway_with_tls_and_token_is_exact_for_each_machine() {
             hop: Hop::Collector(&mut gateway),
             endpoints: direct_endpoints,
             env: direct_env,
-            handler: "/api/v1/write",
+            handler: Some("/api/v1/write"),
             scrape_port: None,
         };
         scenario(&mut path, &mut direct);
         // Through the machine's own collector, which holds the token and the CA.
-        let endpoints = vec![
-            ("grpc", format!("http://127.0.0.1:{}", agent.grpc)),
-            (
-                "http/protobuf",
-                format!("http://127.0.0.1:{}/v1/metrics", agent.http),
-            ),
-        ];
+        let endpoints = agent.endpoints();
         let mut path = Route {
             name: "exporter → machine collector → gateway → remote write",
             prometheus: path.prometheus.take(),
@@ -647,7 +630,7 @@ fn team_gateway_with_tls_and_token_is_exact_for_each_machine() {
             hop: Hop::Collector(&mut agent),
             endpoints,
             env: Vec::new(),
-            handler: "/api/v1/write",
+            handler: Some("/api/v1/write"),
             scrape_port: None,
         };
         scenario(&mut path, &mut Machine::new(106));

@@ -109,6 +109,17 @@ impl Collector {
         self.run();
     }
 
+    /// `(protocol, endpoint)` of its OTLP receiver, for the exporter.
+    pub fn endpoints(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("grpc", format!("http://127.0.0.1:{}", self.grpc)),
+            (
+                "http/protobuf",
+                format!("http://127.0.0.1:{}/v1/metrics", self.http),
+            ),
+        ]
+    }
+
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
