@@ -1155,4 +1155,38 @@ mod tests {
         }
         assert!(store.mark_seen(&mut batch, day, LineHash(4)).unwrap());
     }
+
+    #[test]
+    fn a_format_2_store_counts_its_unconfirmed_export_as_delivered_and_drops_the_replay() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut totals = Totals::default();
+        totals.set(Quantity::Requests, 7);
+        {
+            // Write what format 2 wrote: the run's start, the temporality, the request, then the
+            // delivered totals; and a record beside the store.
+            let store = Store::open(dir.path(), false).unwrap();
+            let request = b"the request's bytes";
+            let mut old = 5u64.to_le_bytes().to_vec();
+            old.push(1);
+            old.extend_from_slice(&(request.len() as u64).to_le_bytes());
+            old.extend_from_slice(request);
+            let mut delivered_after = BTreeMap::new();
+            delivered_after.insert(AttrSet::folded(), totals);
+            old.extend_from_slice(&PendingExport { delivered_after }.encode());
+            let mut write = sled::Batch::default();
+            write.insert(KEY_PENDING_2, old);
+            write.insert(KEY_VERSION, &2u32.to_le_bytes());
+            store.apply(write).unwrap();
+            std::fs::write(&store.record, b"a format-2 record").unwrap();
+        }
+        let store = Store::open(dir.path(), false).unwrap();
+        assert_eq!(store.delivered()[&AttrSet::folded()], totals);
+        assert!(store.pending_export().is_none());
+        assert!(store.get(KEY_PENDING_2).unwrap().is_none());
+        assert!(!store.record.exists(), "its record went with it");
+        assert_eq!(
+            store.get(KEY_VERSION).unwrap().unwrap().as_ref(),
+            FORMAT_VERSION.to_le_bytes()
+        );
+    }
 }
