@@ -241,7 +241,7 @@ impl Daemon {
         }
         self.snapshots.send_replace(Arc::new(Snapshot {
             lifetime: self.store.lifetime().clone(),
-            created: Some(stream_start(&self.store)),
+            created: Some(self.store.stream_start()),
             health: self.health(),
         }));
     }
@@ -332,11 +332,6 @@ impl Daemon {
         }
         Ok(())
     }
-}
-
-/// When the store's counters started: the start of its cumulative stream.
-fn stream_start(store: &Store) -> std::time::SystemTime {
-    std::time::UNIX_EPOCH + Duration::from_nanos(store.stream().start_ns)
 }
 
 async fn join(

@@ -774,9 +774,9 @@ impl Store {
         &self.counts
     }
 
-    /// When the store was created.
-    pub fn created(&self) -> SystemTime {
-        self.created
+    /// When the store's counters started: the start of its cumulative stream.
+    pub fn stream_start(&self) -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_nanos(self.stream.start_ns)
     }
 
     fn created_ns(&self) -> u64 {
