@@ -5,6 +5,7 @@
 //! the new hashes, the total deltas and the checkpoints together.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use crate::ledger::decode::{Decoded, decode};
@@ -49,7 +50,13 @@ pub struct PollReport {
 
 /// Reads everything new under `stats_dir` into `store`.
 pub fn poll(store: &mut Store, stats_dir: &Path) -> Result<PollReport, IngestError> {
-    poll_listed(store, list(stats_dir))
+    poll_listed(store, list(stats_dir), &AtomicBool::new(false))
+}
+
+/// [`poll`], stopping early (with what was read so far committed) once `stop` is set: a signal
+/// during a backfill of millions of lines ends it within one chunk.
+pub fn poll_until(store: &mut Store, stats_dir: &Path, stop: &AtomicBool) -> Result<PollReport, IngestError> {
+    poll_listed(store, list(stats_dir), stop)
 }
 
 /// The ledger's files, for [`poll_listed`]: a listing is a `stat` per file and needs no store,
@@ -73,8 +80,12 @@ pub struct Listing {
     elapsed: std::time::Duration,
 }
 
-/// Reads everything new in `listing`'s files into `store`.
-pub fn poll_listed(store: &mut Store, listing: Listing) -> Result<PollReport, IngestError> {
+/// Reads everything new in `listing`'s files into `store`, or what it can before `stop` is set.
+pub fn poll_listed(
+    store: &mut Store,
+    listing: Listing,
+    stop: &AtomicBool,
+) -> Result<PollReport, IngestError> {
     let started = Instant::now();
     let files = listing.files?;
     let mut report = PollReport {
@@ -86,10 +97,11 @@ pub fn poll_listed(store: &mut Store, listing: Listing) -> Result<PollReport, In
     let mut batch = Batch::default();
     let mut buf = Vec::new();
     for file in &files {
-        match read_file(store, &mut batch, &mut buf, file)? {
+        match read_file(store, &mut batch, &mut buf, file, stop)? {
             FileOutcome::Idle => {}
             FileOutcome::Read => report.files_read += 1,
             FileOutcome::Failed => report.files_failed += 1,
+            FileOutcome::Stopped => break,
         }
     }
     store.commit(batch)?;
@@ -110,6 +122,8 @@ enum FileOutcome {
     Idle,
     Read,
     Failed,
+    /// Asked to stop: what was read is in the batch, its checkpoint with it.
+    Stopped,
 }
 
 /// Reads one file's new lines into `batch`, committing along the way for a large file.
@@ -121,6 +135,7 @@ fn read_file(
     batch: &mut Batch,
     buf: &mut Vec<u8>,
     file: &LedgerFile,
+    stop: &AtomicBool,
 ) -> Result<FileOutcome, StoreError> {
     let stat = file.stat;
     let mut tail = match tail::open(&file.path, &stat, store.checkpoint(&file.name)) {
@@ -146,6 +161,9 @@ fn read_file(
         if let Some(e) = failure {
             return Err(e);
         }
+        for (hash, why) in tail.take_skipped() {
+            count_line(store, batch, LineHash(hash), Decoded::Rejected(why))?;
+        }
         let Ok(read) = read else {
             return Ok(FileOutcome::Failed);
         };
@@ -156,6 +174,9 @@ fn read_file(
         batch.set_checkpoint(file.name.clone(), checkpoint);
         if read == 0 {
             return Ok(FileOutcome::Read);
+        }
+        if stop.load(Ordering::Relaxed) {
+            return Ok(FileOutcome::Stopped);
         }
         if batch.counts.bytes >= COMMIT_BYTES || batch.partitions() >= COMMIT_PARTITIONS {
             store.commit(std::mem::take(batch))?;

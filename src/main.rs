@@ -10,6 +10,7 @@ use reasonix_exporter::cli::{doctor, generate, once, run, status};
 use reasonix_exporter::sandbox;
 
 fn main() -> ExitCode {
+    private_files();
     let cli = Cli::parse();
     if let Err(err) = init_logging(&cli.options) {
         eprintln!("reasonix-exporter: {err:#}");
@@ -45,6 +46,17 @@ fn try_main(cli: Cli) -> anyhow::Result<()> {
             generate::man_page(&mut page)?;
             Ok(generate::print(&page)?)
         }
+    }
+}
+
+/// Everything the exporter creates (the store, its records, the status snapshot) says which
+/// models were used and how much: readable by its user alone (0600 files, 0700 folders), whatever
+/// umask the process was started with.
+fn private_files() {
+    #[cfg(unix)]
+    // SAFETY: umask only sets the process's file-creation mask; it cannot fail.
+    unsafe {
+        libc::umask(0o077);
     }
 }
 

@@ -32,10 +32,12 @@ impl Mount {
             .output()
             .ok()?;
         if !out.status.success() {
-            eprintln!(
-                "cannot mount a tmpfs here ({}): skipping",
-                String::from_utf8_lossy(&out.stderr).trim()
+            let why = String::from_utf8_lossy(&out.stderr).trim().to_string();
+            assert!(
+                !common::tools::in_ci(),
+                "CI runs as root and must mount a tmpfs: {why}"
             );
+            eprintln!("SKIPPED: cannot mount a tmpfs here ({why})");
             return None;
         }
         Some(Mount { at: at.to_path_buf() })
@@ -121,6 +123,148 @@ fn full_disk_under_the_state_dir_is_a_clear_error_and_nothing_is_lost_or_doubled
         model.expected.totals(),
         "and nothing twice"
     );
+}
+
+/// `run` exporting to `receiver` every second, once it has delivered what `model` holds.
+fn exporting_every_second(
+    fx: &Fixture,
+    receiver: &Receiver,
+    model: &Model,
+    extra: &[&str],
+) -> common::Daemon {
+    let mut args = vec![
+        "--otlp-endpoint",
+        &receiver.endpoint,
+        "--prometheus",
+        "off",
+        "--export-interval",
+        "1s",
+    ];
+    args.extend_from_slice(extra);
+    let daemon = fx.spawn(&args);
+    assert!(
+        wait_until(Duration::from_secs(30), || receiver.backend_totals()
+            == model.expected.totals()),
+        "{}",
+        daemon.log_text()
+    );
+    daemon
+}
+
+#[test]
+fn run_pauses_on_a_full_disk_and_resumes_exactly_when_there_is_room() {
+    let fx = Fixture::new();
+    let Some(disk) = Mount::tmpfs(&fx.state, "6m") else {
+        return;
+    };
+    let receiver = Receiver::http();
+    let mut model = Model::default();
+    let mut generator = Generator::new(31);
+    ledger(&fx, &mut model, &mut generator, 500);
+    let mut daemon = exporting_every_second(&fx, &receiver, &model, &[]);
+    let exact = |model: &Model| receiver.backend_totals() == model.expected.totals();
+
+    let ballast = fx.state.join("ballast");
+    let room = disk.available().saturating_sub(16 << 10);
+    std::fs::write(&ballast, vec![0u8; room as usize]).unwrap();
+    ledger(&fx, &mut model, &mut generator, 3000);
+    assert!(
+        wait_until(Duration::from_secs(30), || daemon
+            .log_text()
+            .contains("counting paused")),
+        "a full disk is reported: {}",
+        daemon.log_text()
+    );
+    assert!(
+        daemon.child.try_wait().unwrap().is_none(),
+        "{}",
+        daemon.log_text()
+    );
+
+    std::fs::remove_file(&ballast).unwrap();
+    assert!(
+        wait_until(Duration::from_secs(60), || exact(&model)),
+        "counting resumes once there is room: {}",
+        daemon.log_text()
+    );
+    let log = daemon.log_text();
+    assert!(
+        log.contains("the disk is full") && log.contains("counting resumed"),
+        "{log}"
+    );
+    assert_eq!(log.matches("counting paused").count(), 1, "reported once: {log}");
+    receiver.check_never_down().unwrap();
+    let (status, _, log) = daemon.terminate();
+    assert!(status.success(), "{log}");
+    assert_eq!(
+        receiver.backend_totals(),
+        model.expected.totals(),
+        "nothing twice"
+    );
+}
+
+/// Without the sandbox the daemon recreates a deleted state dir and rebuilds the store from the
+/// ledger; with it (the default), it may write only in the folder it started with, so it says
+/// to start it again and exits for systemd to do so.
+#[test]
+fn a_state_dir_deleted_under_run_is_rebuilt_and_its_stream_goes_on() {
+    let fx = Fixture::new();
+    let receiver = Receiver::http();
+    let mut model = Model::default();
+    let mut generator = Generator::new(32);
+    ledger(&fx, &mut model, &mut generator, 300);
+    let mut daemon = exporting_every_second(&fx, &receiver, &model, &["--sandbox", "off"]);
+    let exact = |model: &Model| receiver.backend_totals() == model.expected.totals();
+
+    std::fs::remove_dir_all(&fx.state).unwrap();
+    ledger(&fx, &mut model, &mut generator, 200);
+    assert!(
+        wait_until(Duration::from_secs(60), || exact(&model)
+            && daemon.log_text().contains("counting resumed")),
+        "{}",
+        daemon.log_text()
+    );
+    assert!(
+        daemon.child.try_wait().unwrap().is_none(),
+        "{}",
+        daemon.log_text()
+    );
+    assert!(
+        daemon.log_text().contains("the state dir was deleted"),
+        "{}",
+        daemon.log_text()
+    );
+    // Rebuilt from the ledger, the store continues the one stream: no reset, nothing twice.
+    receiver.check_one_stream().unwrap();
+    receiver.check_never_down().unwrap();
+    assert!(fx.state.join("store").is_dir());
+    assert_eq!(fx.status(), model.expected.status_json());
+    drop(daemon);
+
+    let mut sandboxed = fx.spawn(&["--otlp", "off", "--prometheus", "off"]);
+    assert!(wait_until(Duration::from_secs(30), || sandboxed
+        .log_text()
+        .contains("watching")));
+    std::fs::remove_dir_all(&fx.state).unwrap();
+    assert!(
+        wait_until(Duration::from_secs(30), || sandboxed
+            .child
+            .try_wait()
+            .unwrap()
+            .is_some()),
+        "a sandboxed daemon whose state dir is gone must say so and exit: {}",
+        sandboxed.log_text()
+    );
+    let status = sandboxed.child.wait().unwrap();
+    let error = sandboxed.log_text();
+    assert!(
+        !status.success()
+            && error.contains("was deleted under the running exporter")
+            && error.contains("start it again"),
+        "{status:?} {error}"
+    );
+    fx.ingest();
+    assert_eq!(fx.status(), model.expected.status_json());
 }
 
 #[test]
@@ -240,7 +384,11 @@ fn symlinked_stats_folder_repointed_is_followed_after_a_restart_in_the_sandbox()
 #[cfg(target_os = "linux")]
 fn run_measured(fx: &Fixture, args: &[&str]) -> Option<(std::process::ExitStatus, f64)> {
     if !Path::new("/usr/bin/time").exists() {
-        eprintln!("GNU time is not installed (.ci/run installs it): skipping the memory check");
+        assert!(
+            !common::tools::in_ci(),
+            "GNU time is not installed (apt-get install time)"
+        );
+        eprintln!("SKIPPED: GNU time is not installed (.ci/run installs it)");
         return None;
     }
     let report = fx.root.path().join("time.txt");
@@ -282,6 +430,92 @@ fn a_ten_megabyte_line_is_counted_once_in_bounded_memory() {
     // Again: nothing new, nothing added.
     fx.ingest();
     assert_eq!(fx.status(), model.expected.status_json());
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn a_huge_sparse_tail_left_by_a_power_cut_is_rejected_in_bounded_memory() {
+    let fx = Fixture::new();
+    let mut model = Model::default();
+    let mut generator = Generator::new(61);
+    let day = &days(1)[0];
+    let name = format!("{day}.jsonl");
+    let before = generator.day_file(day, 100);
+    fx.append(&name, before.as_bytes());
+    model.feed(before.as_bytes());
+    // A power cut leaves the file's length ahead of its data: 300 MB of NUL bytes, no newline.
+    let file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(fx.path(&name))
+        .unwrap();
+    file.set_len(before.len() as u64 + (300 << 20)).unwrap();
+    let Some((status, peak_mib)) = run_measured(&fx, &["once", "--otlp", "off"]) else {
+        return;
+    };
+    assert!(status.success());
+    assert_eq!(
+        fx.status(),
+        model.expected.status_json(),
+        "the NUL bytes are not a line yet"
+    );
+    assert!(
+        peak_mib < 64.0,
+        "peak RSS {peak_mib:.1} MiB for 300 MB without a newline"
+    );
+
+    // Reasonix goes on appending: the NUL run becomes one rejected line, the rest counts.
+    let after = generator.day_file(day, 100);
+    fx.append(&name, format!("\n{after}").as_bytes());
+    model.expected.read += 1;
+    model.expected.rejected += 1;
+    model.feed(after.as_bytes());
+    let Some((status, peak_mib)) = run_measured(&fx, &["once", "--otlp", "off"]) else {
+        return;
+    };
+    assert!(status.success());
+    assert_eq!(fx.status(), model.expected.status_json());
+    assert!(peak_mib < 64.0, "peak RSS {peak_mib:.1} MiB");
+    // Read again from the start (a lost checkpoint): nothing twice.
+    std::fs::remove_file(fx.state.join("status.json")).ok();
+    fx.run(&["once", "--otlp", "off", "--reset-state"]);
+    assert_eq!(fx.status()["lines"]["rejected"], model.expected.rejected);
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn a_line_over_64_mib_is_rejected_as_too_long() {
+    let fx = Fixture::new();
+    let mut model = Model::default();
+    let mut generator = Generator::new(62);
+    let day = &days(1)[0];
+    let before = generator.day_file(day, 10);
+    let after = generator.day_file(day, 10);
+    let huge = format!(
+        r#"{{"ts":"{day}T10:00:00Z","model":"deepseek-chat","total":77,"transcript":"{}"}}"#,
+        "x".repeat(65 << 20)
+    );
+    fx.append(
+        &format!("{day}.jsonl"),
+        format!("{before}{huge}\n{after}").as_bytes(),
+    );
+    model.feed(before.as_bytes());
+    model.feed(after.as_bytes());
+    model.expected.read += 1;
+    model.expected.rejected += 1;
+    let Some((status, peak_mib)) = run_measured(&fx, &["once", "--otlp", "off"]) else {
+        return;
+    };
+    assert!(status.success());
+    assert_eq!(fx.status(), model.expected.status_json());
+    // The line is held up to the limit, then let go.
+    assert!(peak_mib < 160.0, "peak RSS {peak_mib:.1} MiB");
+    let (daemon, port) = fx.spawn_serving(&[]);
+    let text = common::http_get(port, "/metrics", None).unwrap();
+    assert!(
+        text.contains("reasonix_exporter_lines_rejected_total{reason=\"too_long\"} 1"),
+        "{text}"
+    );
+    drop(daemon);
 }
 
 #[test]
@@ -354,7 +588,11 @@ fn as_nobody() -> Option<[&'static str; 4]> {
     let root = unsafe { libc::geteuid() } == 0;
     let setpriv = Command::new("setpriv").arg("--version").output().is_ok();
     if !(root && setpriv) {
-        eprintln!("needs root and setpriv to run the daemon as another user: skipping");
+        assert!(
+            !common::tools::in_ci(),
+            "CI runs as root with setpriv (util-linux)"
+        );
+        eprintln!("SKIPPED: needs root and setpriv to run the daemon as another user");
         return None;
     }
     Some(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
@@ -469,7 +707,11 @@ fn libfaketime() -> Option<PathBuf> {
 #[test]
 fn clock_moved_backwards_still_delivers_exact_totals() {
     let Some(lib) = libfaketime() else {
-        eprintln!("libfaketime is not installed (.ci/run installs it): skipping");
+        assert!(
+            !common::tools::in_ci(),
+            "libfaketime is not installed (apt-get install faketime)"
+        );
+        eprintln!("SKIPPED: libfaketime is not installed (.ci/run installs it)");
         return;
     };
     let lib = lib.display().to_string();

@@ -8,6 +8,7 @@ use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequ
 use prost::Message;
 use serde::Deserialize;
 
+use super::export_health::ExportHealth;
 use super::settings::Settings;
 use crate::export::transport::Transport;
 use crate::ledger::decode::{Decoded, decode};
@@ -183,14 +184,23 @@ fn check_store(settings: &Settings, report: &mut Report) {
                 ),
             );
         }
-        Err(StoreError::Locked { owner, .. }) => report.ok(
-            "store",
-            format!(
-                "{} is in use by a running reasonix-exporter{}",
-                dir.display(),
-                owner.map(|p| format!(" (pid {p})")).unwrap_or_default()
-            ),
-        ),
+        Err(StoreError::Locked { owner, .. }) => {
+            report.ok(
+                "store",
+                format!(
+                    "{} is in use by a running reasonix-exporter{}",
+                    dir.display(),
+                    owner.map(|p| format!(" (pid {p})")).unwrap_or_default()
+                ),
+            );
+            if let Some(problem) = ExportHealth::load(dir).and_then(|h| h.problem()) {
+                report.problem(
+                    "exports",
+                    problem,
+                    "check the collector's logs and limits (a request size limit, a rate limit, a refused token); the exporter retries on its own",
+                );
+            }
+        }
         Err(e @ (StoreError::Corrupt { .. } | StoreError::NewerFormat { .. })) => report.problem(
             "store",
             e.to_string(),
@@ -227,7 +237,7 @@ async fn check_collector(settings: &Settings, report: &mut Report) {
     let what = format!(
         "{} {}{}{}",
         target.protocol.as_str(),
-        target.endpoint,
+        target.shown_endpoint(),
         headers,
         tls
     );
@@ -244,7 +254,7 @@ async fn check_collector(settings: &Settings, report: &mut Report) {
     // An empty export request: valid OTLP that carries no data.
     let empty = ExportMetricsServiceRequest::default().encode_to_vec();
     match transport.send(&empty).await {
-        Ok(()) => report.ok(
+        Ok(_) => report.ok(
             "OTLP",
             format!(
                 "{what}: reachable, accepts exports; this store's stream is service.instance.id {}",

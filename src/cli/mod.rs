@@ -2,6 +2,7 @@
 
 pub mod args;
 pub mod doctor;
+pub mod export_health;
 pub mod generate;
 pub mod once;
 pub mod run;

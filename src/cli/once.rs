@@ -1,6 +1,7 @@
 //! `once`: ingest what is new, export the store's lifetime totals once, flush, exit.
 
 use std::io::ErrorKind;
+use std::sync::atomic::AtomicBool;
 
 use super::settings::Settings;
 use crate::export::otlp::OtlpExporter;
@@ -26,7 +27,7 @@ pub async fn once(settings: &Settings) -> anyhow::Result<()> {
         Err(_) => ingest::list(stats_dir),
     };
     let mut health = SelfStats::default();
-    match ingest::poll_listed(&mut store, listing) {
+    match ingest::poll_listed(&mut store, listing, &AtomicBool::new(false)) {
         Ok(report) => {
             health = SelfStats {
                 counts: report.counts,
@@ -73,10 +74,13 @@ pub async fn once(settings: &Settings) -> anyhow::Result<()> {
         anyhow::anyhow!("{e}; nothing was lost: what was ingested stays committed and is exported next time")
     })?;
     super::warn_held(report.held);
+    if let Some(warning) = report.accepted.warning() {
+        tracing::warn!("{warning}");
+    }
     tracing::info!(
         "exported {} data points to {}",
         report.data_points,
-        otlp.target.endpoint
+        otlp.target.shown_endpoint()
     );
     store.close_without_fsync()?;
     Ok(())

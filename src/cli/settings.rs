@@ -167,9 +167,7 @@ impl Settings {
             },
             None => match env("OTEL_METRIC_EXPORT_INTERVAL") {
                 Some(ms) => Setting {
-                    value: Duration::from_millis(ms.trim().parse().map_err(|_| {
-                        anyhow!("OTEL_METRIC_EXPORT_INTERVAL '{ms}' is not a whole number of milliseconds")
-                    })?),
+                    value: parse_millis(&ms, "OTEL_METRIC_EXPORT_INTERVAL", MAX_INTERVAL)?,
                     origin: Origin::Env("OTEL_METRIC_EXPORT_INTERVAL"),
                 },
                 None => match &file.export_interval {
@@ -313,7 +311,10 @@ fn resolve_otlp_target(opts: &Options, file: &FileConfig, env: Env<'_>) -> anyho
     };
     let endpoint = endpoint.trim().to_string();
     if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
-        bail!("OTLP endpoint '{endpoint}' must start with http:// or https://");
+        bail!(
+            "OTLP endpoint '{}' must start with http:// or https://",
+            crate::export::transport::redacted(&endpoint)
+        );
     }
 
     let temporality = match env("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE")
@@ -344,10 +345,7 @@ fn resolve_otlp_target(opts: &Options, file: &FileConfig, env: Env<'_>) -> anyho
     };
     let timeout = match signal("OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT") {
         None => Duration::from_secs(10),
-        Some((ms, var)) => match ms.trim().parse::<u64>() {
-            Ok(ms) if ms > 0 => Duration::from_millis(ms),
-            _ => bail!("{var} '{ms}' is not a positive whole number of milliseconds"),
-        },
+        Some((ms, var)) => parse_millis(&ms, var, MAX_TIMEOUT)?,
     };
     let gzip = match signal(
         "OTEL_EXPORTER_OTLP_COMPRESSION",
@@ -405,7 +403,8 @@ fn resolve_otlp_target(opts: &Options, file: &FileConfig, env: Env<'_>) -> anyho
             .find_map(|p| p.as_ref().map(|(_, from)| from.clone()))
             .unwrap_or_default();
         bail!(
-            "{from} sets up TLS, but the OTLP endpoint '{endpoint}' is plain http://: use https://, or unset it"
+            "{from} sets up TLS, but the OTLP endpoint '{}' is plain http://: use https://, or unset it",
+            crate::export::transport::redacted(&endpoint)
         );
     }
 
@@ -452,13 +451,72 @@ fn parse_on_off(value: &str) -> Option<bool> {
     }
 }
 
+/// The longest export or poll interval: a day. Longer is a typo, and would overflow timers.
+const MAX_INTERVAL: Duration = Duration::from_secs(24 * 60 * 60);
+/// The longest export timeout: ten minutes, far beyond any collector's own limits.
+const MAX_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+
 fn parse_duration(raw: &str, what: &str) -> anyhow::Result<Duration> {
     let value = humantime::parse_duration(raw.trim())
         .map_err(|_| anyhow!("{what} '{raw}' is not a duration: write e.g. 500ms, 2s or 1m"))?;
+    within(value, what, MAX_INTERVAL)
+}
+
+/// A whole number of milliseconds, as the OpenTelemetry variables write durations.
+fn parse_millis(raw: &str, what: &str, max: Duration) -> anyhow::Result<Duration> {
+    let ms: u64 = raw
+        .trim()
+        .parse()
+        .map_err(|_| anyhow!("{what} '{raw}' is not a whole number of milliseconds"))?;
+    within(Duration::from_millis(ms), what, max)
+}
+
+fn within(value: Duration, what: &str, max: Duration) -> anyhow::Result<Duration> {
     if value.is_zero() {
         bail!("{what} must be longer than zero");
     }
+    if value > max {
+        bail!(
+            "{what} {} is longer than the {} allowed; choose a shorter one",
+            humantime::format_duration(value),
+            humantime::format_duration(max)
+        );
+    }
     Ok(value)
+}
+
+/// A config file is small: a larger one is not ours.
+const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// Reads a config file without blocking on a FIFO or reading a device forever.
+fn read_config_file(path: &Path) -> anyhow::Result<String> {
+    use std::io::Read;
+    let fix = "fix the path given to --config";
+    let mut options = std::fs::File::options();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // A FIFO would block the open until a writer comes; its type is refused below.
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = options
+        .open(path)
+        .with_context(|| format!("cannot read config file {}; {fix}", path.display()))?;
+    let meta = file
+        .metadata()
+        .with_context(|| format!("cannot read config file {}; {fix}", path.display()))?;
+    if !meta.is_file() {
+        bail!("config file {} is not a regular file; {fix}", path.display());
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("cannot read config file {}; {fix}", path.display()))?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        bail!("config file {} is larger than 1 MiB; {fix}", path.display());
+    }
+    String::from_utf8(bytes).map_err(|_| anyhow!("config file {} is not UTF-8 text; {fix}", path.display()))
 }
 
 /// Reads the config file: `--config` (which must exist), `$REASONIX_EXPORTER_CONFIG`, or the
@@ -475,19 +533,22 @@ fn load_config_file(opts: &Options, env: Env<'_>) -> anyhow::Result<(FileConfig,
             _ => return Ok((FileConfig::default(), None)),
         },
     };
-    let text = std::fs::read_to_string(&path).with_context(|| {
-        format!(
-            "cannot read config file {}; fix the path given to --config",
-            path.display()
-        )
-    })?;
+    let text = read_config_file(&path)?;
     let config = parse_config(&text).map_err(|e| anyhow!("config file {}: {e}", path.display()))?;
     Ok((config, Some(path)))
 }
 
 /// Parses a config file's text; an unknown key is an error naming it.
 pub fn parse_config(text: &str) -> Result<FileConfig, String> {
-    toml::from_str(text).map_err(|e| e.message().to_string())
+    toml::from_str(text).map_err(|e| match e.span() {
+        Some(span) => {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+            format!("line {line}, column {column}: {}", e.message())
+        }
+        None => e.message().to_string(),
+    })
 }
 
 fn default_config_file(env: Env<'_>) -> Option<PathBuf> {

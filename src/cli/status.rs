@@ -86,11 +86,16 @@ pub fn status(settings: &Settings, json: bool) -> anyhow::Result<()> {
 /// Writes the snapshot `status` reads while the daemon holds the store: a temporary file renamed
 /// over the old one, so a reader never sees half of it.
 pub fn write_snapshot(state_dir: &Path, doc: &StatusJson) -> std::io::Result<()> {
-    let path = snapshot_path(state_dir);
+    write_json(&snapshot_path(state_dir), doc)
+}
+
+/// Writes `value` as JSON to a temporary file renamed over `path`. Not fsynced: these files are
+/// views of the store for other commands, rewritten on the next change.
+pub fn write_json(path: &Path, value: &impl Serialize) -> std::io::Result<()> {
     let tmp = path.with_extension("json.tmp");
     std::fs::write(
         &tmp,
-        serde_json::to_vec_pretty(doc).map_err(std::io::Error::other)?,
+        serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?,
     )?;
     std::fs::rename(tmp, path)
 }

@@ -21,11 +21,10 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use opentelemetry_proto::tonic::resource::v1::Resource;
-use prost::Message;
 
-use super::payload::{self, Contents, Interval, Temporality};
+use super::payload::{self, Contents, Interval, Part, Temporality};
 use super::self_metrics::SelfStats;
-use super::transport::{OtlpTarget, SendError, Transport};
+use super::transport::{Accepted, OtlpTarget, SendError, Transport};
 use crate::series::{AttrSet, Totals};
 use crate::store::{PendingExport, Store, StoreError};
 
@@ -40,26 +39,77 @@ pub enum ExportError {
 }
 
 /// What one export sent.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone)]
 pub struct ExportReport {
-    /// Data points of the ledger metrics in the request (0 when there was nothing to send).
+    /// Data points of the ledger metrics in the requests (0 when there was nothing to send).
     pub data_points: usize,
     /// Points held back because the store is behind what was exported before.
     pub held: usize,
+    /// Requests the export was cut into.
+    pub requests: usize,
+    /// What the collector said of the points it took: some may have been rejected.
+    pub accepted: Accepted,
 }
 
-/// A request ready to go; its stream record (cumulative) or pending export (delta) is durable.
+/// The largest request sent, before a collector says it is too large: well under gRPC's
+/// default 4 MiB message limit and the request limits of common collectors and gateways.
+pub const MAX_REQUEST_BYTES: usize = 2 << 20;
+/// The smallest it is cut to after refusals as too large.
+const MIN_REQUEST_BYTES: usize = 32 << 10;
+
+/// An export ready to go, as one or more requests (see [`payload::parts`]); its stream record
+/// (cumulative) or pending export (delta) is durable.
 #[derive(Debug, Clone)]
 pub struct Outgoing {
-    pub request: Arc<Vec<u8>>,
+    parts: Arc<Vec<Part>>,
     report: ExportReport,
-    /// The lifetime totals the request was built from.
+    /// The lifetime totals the requests were built from.
     lifetime: BTreeMap<AttrSet, Totals>,
+}
+
+/// How the requests of an export fared: they are sent in order, and the first that fails ends
+/// the export.
+#[derive(Debug)]
+pub struct Sent {
+    /// Requests the collector took, from the first.
+    pub accepted: usize,
+    /// What it said about them, or why the next one failed.
+    pub result: Result<Accepted, SendError>,
 }
 
 impl Outgoing {
     pub fn report(&self) -> ExportReport {
-        self.report
+        self.report.clone()
+    }
+
+    /// Sends every request in order, stopping at the first that fails.
+    pub async fn send(&self, transport: Transport) -> Sent {
+        let mut said = Accepted::default();
+        for (i, part) in self.parts.iter().enumerate() {
+            match transport.clone().send(&part.request).await {
+                Ok(accepted) => {
+                    said.rejected_points += accepted.rejected_points;
+                    if said.message.is_empty() {
+                        said.message = accepted.message;
+                    }
+                }
+                Err(error) => {
+                    return Sent {
+                        accepted: i,
+                        result: Err(error),
+                    };
+                }
+            }
+        }
+        Sent {
+            accepted: self.parts.len(),
+            result: Ok(said),
+        }
+    }
+
+    /// The series whose requests the collector took.
+    fn accepted_series(&self, accepted: usize) -> impl Iterator<Item = &AttrSet> {
+        self.parts[..accepted].iter().flat_map(|p| &p.series)
     }
 }
 
@@ -69,6 +119,8 @@ pub struct OtlpExporter {
     temporality: Temporality,
     transport: Transport,
     resource: Resource,
+    /// The size requests are cut to; halved when the collector refuses one as too large.
+    max_request_bytes: usize,
 }
 
 impl OtlpExporter {
@@ -80,7 +132,7 @@ impl OtlpExporter {
         instance: &str,
     ) -> Result<OtlpExporter, ExportError> {
         let transport = Transport::new(&target).map_err(|detail| ExportError::Setup {
-            endpoint: target.endpoint.clone(),
+            endpoint: target.shown_endpoint(),
             detail,
         })?;
         Ok(OtlpExporter {
@@ -88,11 +140,13 @@ impl OtlpExporter {
             temporality,
             transport,
             resource: super::resource::resource(instance),
+            max_request_bytes: MAX_REQUEST_BYTES,
         })
     }
 
-    pub fn endpoint(&self) -> &str {
-        &self.target.endpoint
+    /// The endpoint as it may be shown (no credentials).
+    pub fn endpoint(&self) -> String {
+        self.target.shown_endpoint()
     }
 
     /// A handle to send with, for a task of its own.
@@ -100,17 +154,27 @@ impl OtlpExporter {
         self.transport.clone()
     }
 
-    /// Exports once, in place. On failure nothing is lost: the next export carries it.
+    /// Exports once, in place; a request refused as too large is cut smaller and sent again at
+    /// once. On failure nothing is lost: the next export carries it.
     pub async fn export(
         &mut self,
         store: &mut Store,
         health: &SelfStats,
     ) -> Result<ExportReport, ExportError> {
-        let Some(outgoing) = self.prepare(store, health)? else {
-            return Ok(ExportReport::default());
-        };
-        let result = self.transport().send(&outgoing.request).await;
-        self.complete(store, outgoing, result)
+        loop {
+            let Some(outgoing) = self.prepare(store, health)? else {
+                return Ok(ExportReport::default());
+            };
+            let sent = outgoing.send(self.transport()).await;
+            let limit = self.max_request_bytes;
+            match self.complete(store, outgoing, sent) {
+                Err(ExportError::Send {
+                    error: SendError::Refused { too_large: true, .. },
+                    ..
+                }) if self.max_request_bytes < limit => continue,
+                done => return done,
+            }
+        }
     }
 
     /// The next request to send, its record made durable; `None` when there is nothing to send.
@@ -142,7 +206,7 @@ impl OtlpExporter {
             health,
             stream,
         };
-        let Some(built) = payload::request(&self.resource, &contents) else {
+        let Some((parts, built)) = payload::parts(&self.resource, &contents, self.max_request_bytes) else {
             return Ok(None);
         };
         let marked = payload::marked(&contents);
@@ -152,45 +216,76 @@ impl OtlpExporter {
             })?;
         }
         store.record_stream(marked)?;
+        let requests = parts.len();
         Ok(Some(Outgoing {
-            request: Arc::new(built.request.encode_to_vec()),
+            parts: Arc::new(parts),
             report: ExportReport {
                 data_points: built.points,
                 held: built.held,
+                requests,
+                accepted: Accepted::default(),
             },
             lifetime,
         }))
     }
 
-    /// Records the collector's answer to `outgoing`.
+    /// Records the collector's answers to `outgoing`'s requests.
     pub fn complete(
         &mut self,
         store: &mut Store,
         outgoing: Outgoing,
-        result: Result<(), SendError>,
+        sent: Sent,
     ) -> Result<ExportReport, ExportError> {
-        match (self.temporality, result) {
-            (Temporality::Cumulative, Ok(())) => store.confirm_delivered(&outgoing.lifetime)?,
+        let taken: BTreeMap<AttrSet, Totals> = outgoing
+            .accepted_series(sent.accepted)
+            .filter_map(|attrs| Some((attrs.clone(), *outgoing.lifetime.get(attrs)?)))
+            .collect();
+        match (self.temporality, sent.result) {
+            (Temporality::Cumulative, Ok(accepted)) => {
+                store.confirm_delivered(&outgoing.lifetime)?;
+                Ok(ExportReport {
+                    accepted,
+                    ..outgoing.report
+                })
+            }
             // Nothing to undo: the next export carries the same totals, or higher.
-            (Temporality::Cumulative, Err(error)) => return Err(self.send_error(error)),
-            (Temporality::Delta, Ok(())) => store.finish_export()?,
+            (Temporality::Cumulative, Err(error)) => {
+                store.confirm_delivered(&taken)?;
+                Err(self.send_error(error))
+            }
+            (Temporality::Delta, Ok(accepted)) => {
+                store.finish_export()?;
+                Ok(ExportReport {
+                    accepted,
+                    ..outgoing.report
+                })
+            }
             (Temporality::Delta, Err(error)) => {
                 if error.outcome_unknown() {
                     // The collector may have it: err toward under-counting.
                     store.finish_export()?;
                 } else {
-                    // It certainly does not: the next export carries the amount again.
-                    store.abandon_export()?;
+                    // It certainly does not have the rest: the next export carries it again.
+                    store.finish_export_of(&taken)?;
                 }
-                return Err(self.send_error(error));
+                Err(self.send_error(error))
             }
         }
-        Ok(outgoing.report)
     }
 
-    fn send_error(&self, error: SendError) -> ExportError {
+    fn send_error(&mut self, error: SendError) -> ExportError {
+        if let SendError::Refused { too_large: true, .. } = error {
+            let smaller = (self.max_request_bytes / 2).max(MIN_REQUEST_BYTES);
+            if smaller < self.max_request_bytes {
+                tracing::warn!(
+                    "the collector refused a request as too large; sending requests of at most {} KiB from now on",
+                    smaller >> 10
+                );
+                self.max_request_bytes = smaller;
+            }
+        }
         ExportError::Send {
-            endpoint: self.target.endpoint.clone(),
+            endpoint: self.target.shown_endpoint(),
             error,
         }
     }

@@ -14,6 +14,7 @@ use opentelemetry_proto::tonic::metrics::v1::{
     number_data_point,
 };
 use opentelemetry_proto::tonic::resource::v1::Resource;
+use prost::Message;
 
 use super::self_metrics::{Kind, SelfStats};
 use crate::series::{AttrSet, Quantity, Totals};
@@ -57,8 +58,67 @@ pub struct Contents<'a> {
     pub stream: &'a StreamRecord,
 }
 
+/// One request of an export, and the series whose points it carries.
+#[derive(Debug)]
+pub struct Part {
+    pub request: Vec<u8>,
+    pub series: Vec<AttrSet>,
+}
+
+/// The export as encoded requests of at most `max_bytes` each (when a single series fits),
+/// split by series so that each series' points travel together; the exporter's health goes with
+/// the first. `None` when no ledger series has a value to send.
+pub fn parts(resource: &Resource, contents: &Contents<'_>, max_bytes: usize) -> Option<(Vec<Part>, Built)> {
+    let whole = request(resource, contents)?;
+    let size = whole.request.encoded_len();
+    let series: Vec<&AttrSet> = contents.values.keys().collect();
+    if size <= max_bytes || series.len() < 2 {
+        let part = Part {
+            request: whole.request.encode_to_vec(),
+            series: series.into_iter().cloned().collect(),
+        };
+        return Some((vec![part], whole));
+    }
+    let mut count = size.div_ceil(max_bytes) + 1;
+    loop {
+        let count_now = count.min(series.len());
+        let per_part = series.len().div_ceil(count_now);
+        let parts: Vec<Part> = series
+            .chunks(per_part)
+            .enumerate()
+            .filter_map(|(i, names)| {
+                let values: BTreeMap<AttrSet, Totals> = names
+                    .iter()
+                    .map(|a| ((*a).clone(), contents.values[*a]))
+                    .collect();
+                let built = build(resource, contents, &values, i == 0)?;
+                if built.points == 0 && i > 0 {
+                    return None;
+                }
+                Some(Part {
+                    request: built.request.encode_to_vec(),
+                    series: names.iter().map(|a| (*a).clone()).collect(),
+                })
+            })
+            .collect();
+        if count_now == series.len() || parts.iter().all(|p| p.request.len() <= max_bytes) {
+            return Some((parts, whole));
+        }
+        count *= 2;
+    }
+}
+
 /// Builds the request; `None` when no ledger series has a value to send.
 pub fn request(resource: &Resource, contents: &Contents<'_>) -> Option<Built> {
+    build(resource, contents, contents.values, true)
+}
+
+fn build(
+    resource: &Resource,
+    contents: &Contents<'_>,
+    values: &BTreeMap<AttrSet, Totals>,
+    with_health: bool,
+) -> Option<Built> {
     let cumulative = contents.temporality == Temporality::Cumulative;
     let interval = contents.interval;
     let (mut points, mut held) = (0, 0);
@@ -66,7 +126,7 @@ pub fn request(resource: &Resource, contents: &Contents<'_>) -> Option<Built> {
         .iter()
         .filter_map(|quantity| {
             let mut data_points = Vec::new();
-            for (attrs, totals) in contents.values {
+            for (attrs, totals) in values {
                 let value = totals.get(*quantity);
                 if value == 0 {
                     continue;
@@ -114,7 +174,9 @@ pub fn request(resource: &Resource, contents: &Contents<'_>) -> Option<Built> {
         start_ns: contents.stream.start_ns,
         end_ns: interval.end_ns,
     };
-    metrics.extend(self_metrics(contents.health, own, &contents.stream.own));
+    if with_health {
+        metrics.extend(self_metrics(contents.health, own, &contents.stream.own));
+    }
     let request = ExportMetricsServiceRequest {
         resource_metrics: vec![ResourceMetrics {
             resource: Some(resource.clone()),

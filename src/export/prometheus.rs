@@ -8,12 +8,15 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use axum::extract::State;
 use axum::http::{HeaderMap, header};
 use axum::response::IntoResponse;
-use tokio::sync::watch;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::sync::{Semaphore, watch};
 
 use super::self_metrics::{Kind, SelfStats};
 use crate::series::{AttrSet, Quantity, Totals};
@@ -30,7 +33,23 @@ pub struct Snapshot {
 const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 const TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-/// Serves `/metrics` on `listener` until the task is dropped.
+/// How many clients may be connected at once; more wait in the kernel's accept queue, holding
+/// none of the daemon's descriptors or memory.
+pub const MAX_CONNECTIONS: usize = 64;
+/// A request head must arrive whole within this time; an idle keep-alive connection is closed
+/// after it too (Prometheus reconnects at its next scrape).
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
+/// The most a connection buffers of a request (hyper's minimum is 8 KiB); a larger head is
+/// answered with 431 and the connection closed. A scrape request is a few hundred bytes.
+pub const MAX_REQUEST_HEAD: usize = 16 * 1024;
+/// No connection outlives this, however slowly its client reads the response.
+pub const CONNECTION_LIFETIME: Duration = Duration::from_secs(60);
+/// How long accepting pauses when the process is out of descriptors.
+const ACCEPT_PAUSE: Duration = Duration::from_secs(1);
+
+/// Serves `/metrics` on `listener` until the task is dropped. Any local user can connect, so
+/// every connection is bounded in number, time and memory, and a failed accept is never fatal:
+/// ingestion and exports go on whatever the clients do.
 pub async fn serve(listener: tokio::net::TcpListener, snapshots: watch::Receiver<Arc<Snapshot>>) {
     let app = axum::Router::new()
         .route("/metrics", axum::routing::get(metrics))
@@ -39,9 +58,52 @@ pub async fn serve(listener: tokio::net::TcpListener, snapshots: watch::Receiver
             axum::routing::get(|| async { "reasonix-exporter: see /metrics\n" }),
         )
         .with_state(snapshots);
-    if let Err(e) = axum::serve(listener, app).await {
-        tracing::error!("prometheus endpoint stopped: {e}");
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let mut starved = false;
+    loop {
+        let Ok(slot) = slots.clone().acquire_owned().await else {
+            return;
+        };
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) if out_of_descriptors(&e) => {
+                if !starved {
+                    tracing::warn!(
+                        "/metrics cannot accept connections: the process is out of file descriptors \
+                         ({e}); retrying every {}s. Raise LimitNOFILE, or find the client holding \
+                         connections open",
+                        ACCEPT_PAUSE.as_secs()
+                    );
+                    starved = true;
+                }
+                tokio::time::sleep(ACCEPT_PAUSE).await;
+                continue;
+            }
+            // A connection that failed before it was accepted (reset, aborted): that client's loss.
+            Err(_) => continue,
+        };
+        if starved {
+            tracing::info!("/metrics accepts connections again");
+            starved = false;
+        }
+        let service = TowerToHyperService::new(app.clone());
+        tokio::spawn(async move {
+            let _slot = slot;
+            let connection = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEADER_READ_TIMEOUT)
+                .max_buf_size(MAX_REQUEST_HEAD)
+                .serve_connection(TokioIo::new(stream), service);
+            // Errors here are the client's (a timeout, a reset, a head too large): nothing to report.
+            let _ = tokio::time::timeout(CONNECTION_LIFETIME, connection).await;
+        });
     }
+}
+
+/// EMFILE (this process) or ENFILE (the whole system): the condition passes when descriptors
+/// are freed, so accepting pauses instead of spinning.
+fn out_of_descriptors(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
 }
 
 async fn metrics(

@@ -6,8 +6,10 @@
 use std::fmt;
 use std::time::Duration;
 
-use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::collector::metrics::v1::metrics_service_client::MetricsServiceClient;
+use opentelemetry_proto::tonic::collector::metrics::v1::{
+    ExportMetricsServiceRequest, ExportMetricsServiceResponse,
+};
 use prost::Message;
 use tonic::codec::CompressionEncoding;
 use tonic::metadata::{MetadataKey, MetadataValue};
@@ -105,13 +107,96 @@ pub struct OtlpTarget {
     pub tls: TlsFiles,
 }
 
+impl OtlpTarget {
+    /// The endpoint as it may be shown: without user-info and query, which can hold credentials.
+    pub fn shown_endpoint(&self) -> String {
+        redacted(&self.endpoint)
+    }
+}
+
+/// `url` with its user-info and its query replaced by `***`: `http://***@host/v1/metrics?***`.
+/// Works on text that is not a valid URL too: it only cuts.
+pub fn redacted(url: &str) -> String {
+    let (scheme, rest) = match url.find("://") {
+        Some(i) => url.split_at(i + 3),
+        None => ("", url),
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, after) = rest.split_at(authority_end);
+    let host = match authority.rfind('@') {
+        Some(at) => format!("***@{}", &authority[at + 1..]),
+        None => authority.to_string(),
+    };
+    let path_end = after.find(['?', '#']).unwrap_or(after.len());
+    let (path, tail) = after.split_at(path_end);
+    let query = if tail.starts_with('?') { "?***" } else { "" };
+    format!("{scheme}{host}{path}{query}")
+}
+
+/// What the collector said when it took a request.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Accepted {
+    /// Points it rejected all the same (`partial_success.rejected_data_points`).
+    pub rejected_points: i64,
+    /// Its explanation, when it gave one.
+    pub message: String,
+}
+
+impl Accepted {
+    fn from_response(response: Option<ExportMetricsServiceResponse>) -> Accepted {
+        match response.and_then(|r| r.partial_success) {
+            Some(partial) => Accepted {
+                rejected_points: partial.rejected_data_points,
+                message: partial.error_message,
+            },
+            None => Accepted::default(),
+        }
+    }
+
+    /// The warning to give when the collector dropped points of an accepted request.
+    pub fn warning(&self) -> Option<String> {
+        if self.rejected_points == 0 && self.message.is_empty() {
+            return None;
+        }
+        let message = printable(&self.message);
+        Some(format!(
+            "the collector accepted the export but rejected {} data points{}; those values are not in the backend until a later export is accepted whole: check the collector's logs",
+            self.rejected_points,
+            if message.is_empty() {
+                String::new()
+            } else {
+                format!(" ({message})")
+            }
+        ))
+    }
+}
+
+/// A collector's own text, cut to one short line.
+fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(200)
+        .collect::<String>()
+        .trim()
+        .to_string()
+}
+
+/// The longest wait a collector's `Retry-After` can ask for; a longer one is cut to this.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
+
 /// Why a request did not get through, by what the collector can have of it.
 #[derive(Debug)]
 pub enum SendError {
     /// No connection could be made: not a byte of the request left.
     NotSent(String),
-    /// The collector answered with a refusal: it does not have the data.
-    Refused(String),
+    /// The collector answered with a refusal: it does not have the data. It may have said when
+    /// to try again (`Retry-After`, capped at [`MAX_RETRY_AFTER`]).
+    Refused {
+        detail: String,
+        retry_after: Option<Duration>,
+        /// The request was too large for it (HTTP 413, gRPC RESOURCE_EXHAUSTED).
+        too_large: bool,
+    },
     /// Sent, or partly sent, and no answer came: a timeout, a connection closed or reset before
     /// the answer. The collector may or may not have the data.
     Unknown(String),
@@ -129,7 +214,7 @@ impl std::error::Error for SendError {}
 impl fmt::Display for SendError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SendError::NotSent(detail) | SendError::Refused(detail) => f.write_str(detail),
+            SendError::NotSent(detail) | SendError::Refused { detail, .. } => f.write_str(detail),
             SendError::Unknown(detail) => write!(f, "no answer ({detail})"),
         }
     }
@@ -210,7 +295,11 @@ impl Transport {
                         .map_err(|_| format!("header {name}: its value is not a valid HTTP header value"))?;
                     headers.insert(key, value);
                 }
-                let mut builder = reqwest::Client::builder().timeout(target.timeout);
+                // A redirect would carry the payload and the headers (credentials among them) to
+                // wherever it points: none is followed, the 3xx is a refusal that says so.
+                let mut builder = reqwest::Client::builder()
+                    .timeout(target.timeout)
+                    .redirect(reqwest::redirect::Policy::none());
                 builder = if https {
                     http_tls(builder, &target.tls)?
                 } else {
@@ -231,7 +320,7 @@ impl Transport {
     }
 
     /// Sends one encoded `ExportMetricsServiceRequest`.
-    pub async fn send(mut self, request: &[u8]) -> Result<(), SendError> {
+    pub async fn send(mut self, request: &[u8]) -> Result<Accepted, SendError> {
         match self {
             Transport::Grpc {
                 ref mut client,
@@ -246,7 +335,7 @@ impl Transport {
                     call.metadata_mut().insert(key.clone(), value.clone());
                 }
                 match client.export(call).await {
-                    Ok(_) => Ok(()),
+                    Ok(response) => Ok(Accepted::from_response(Some(response.into_inner()))),
                     Err(status) => Err(grpc_send_error(&status)),
                 }
             }
@@ -268,6 +357,7 @@ impl Transport {
                     .send()
                     .await
                     .map_err(|e| {
+                        let e = e.without_url();
                         let detail =
                             with_tls_hint(format!("cannot reach the collector: {}", error_chain(&e)));
                         if e.is_connect() {
@@ -280,15 +370,64 @@ impl Transport {
                     })?;
                 let status = response.status();
                 if status.is_success() {
-                    Ok(())
-                } else {
-                    Err(SendError::Refused(format!(
-                        "the collector answered HTTP {status}"
-                    )))
+                    // The answer is small; a body that cannot be read or decoded is no partial
+                    // success to report.
+                    let body = response.bytes().await.unwrap_or_default();
+                    return Ok(Accepted::from_response(
+                        ExportMetricsServiceResponse::decode(body.as_ref()).ok(),
+                    ));
                 }
+                let retry_after = response
+                    .headers()
+                    .get(reqwest::header::RETRY_AFTER)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(parse_retry_after);
+                let detail = if status.is_redirection() {
+                    format!(
+                        "the collector answered HTTP {status}, a redirect, which is not followed (it would carry the headers elsewhere): set the OTLP endpoint to the URL it points to"
+                    )
+                } else {
+                    format!("the collector answered HTTP {status}")
+                };
+                Err(SendError::Refused {
+                    detail,
+                    retry_after,
+                    too_large: status == reqwest::StatusCode::PAYLOAD_TOO_LARGE,
+                })
             }
         }
     }
+}
+
+/// `Retry-After` as seconds or an HTTP date, capped at [`MAX_RETRY_AFTER`].
+fn parse_retry_after(value: &str) -> Option<Duration> {
+    let value = value.trim();
+    let wait = match value.parse::<u64>() {
+        Ok(seconds) => Duration::from_secs(seconds),
+        Err(_) => {
+            let at = humantime::parse_rfc3339_weak(value)
+                .ok()
+                .or_else(|| httpdate_to_system_time(value))?;
+            at.duration_since(std::time::SystemTime::now())
+                .unwrap_or_default()
+        }
+    };
+    Some(wait.min(MAX_RETRY_AFTER))
+}
+
+/// An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the only date form HTTP/1.1 senders use.
+fn httpdate_to_system_time(value: &str) -> Option<std::time::SystemTime> {
+    let mut parts = value.split_whitespace().skip(1);
+    let day = parts.next()?;
+    let month = parts.next()?;
+    let year = parts.next()?;
+    let time = parts.next()?;
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let month = MONTHS.iter().position(|m| *m == month)? + 1;
+    let text = format!("{year}-{month:02}-{day:0>2}T{time}Z");
+    humantime::parse_rfc3339(&text).ok()
 }
 
 /// The CA given, or the system's roots; and the client identity when there is one.
@@ -352,7 +491,12 @@ fn grpc_send_error(status: &tonic::Status) -> SendError {
         (tonic::Code::DeadlineExceeded | tonic::Code::Cancelled, _) => {
             SendError::Unknown(format!("gRPC {}", status.code()))
         }
-        (_, None) => SendError::Refused(detail),
+        (code, None) => SendError::Refused {
+            detail,
+            retry_after: None,
+            too_large: code == tonic::Code::ResourceExhausted
+                && (status.message().contains("larger than max") || status.message().contains("too large")),
+        },
         (_, Some(chain)) if chain.contains("tcp connect error") || chain.contains("dns error") => {
             SendError::NotSent(detail)
         }
@@ -415,5 +559,52 @@ mod tests {
         assert!(!err.contains("s3cret"), "{err}");
         let err = Headers::parse("api-key=%zz-s3cret").unwrap_err();
         assert!(!err.contains("s3cret") && err.contains("api-key"), "{err}");
+    }
+
+    #[test]
+    fn endpoints_are_shown_without_credentials() {
+        for (url, shown) in [
+            (
+                "http://user:secret@host:4318/v1/metrics?api_key=k",
+                "http://***@host:4318/v1/metrics?***",
+            ),
+            ("https://host/v1/metrics", "https://host/v1/metrics"),
+            ("http://a@b@host?x", "http://***@host?***"),
+            ("not a url:secret@x", "***@x"),
+            ("http://host/p#frag", "http://host/p"),
+        ] {
+            assert_eq!(redacted(url), shown, "{url}");
+        }
+    }
+
+    #[test]
+    fn retry_after_is_read_in_both_forms_and_capped() {
+        assert_eq!(parse_retry_after("7"), Some(Duration::from_secs(7)));
+        assert_eq!(parse_retry_after("86400"), Some(MAX_RETRY_AFTER));
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT"),
+            Some(Duration::ZERO)
+        );
+        let soon = std::time::SystemTime::now() + Duration::from_secs(120);
+        let wait = parse_retry_after(&httpdate(soon)).unwrap();
+        assert!(
+            wait > Duration::from_secs(100) && wait <= Duration::from_secs(120),
+            "{wait:?}"
+        );
+        assert_eq!(parse_retry_after("soon"), None);
+    }
+
+    fn httpdate(at: std::time::SystemTime) -> String {
+        // 2026-12-01T14:35:07Z -> Tue, 01 Dec 2026 14:35:07 GMT (the weekday is not read).
+        let text = humantime::format_rfc3339_seconds(at).to_string();
+        let month = [
+            "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+        ][text[5..7].parse::<usize>().unwrap() - 1];
+        format!(
+            "Xxx, {} {month} {} {} GMT",
+            &text[8..10],
+            &text[..4],
+            &text[11..19]
+        )
     }
 }

@@ -1,18 +1,14 @@
 //! Where reading a file stopped, and when that position can be trusted (contract §5).
 //!
 //! A checkpoint is a read position, never an identity: losing one costs a re-read, which the
-//! seen set makes harmless. It is trusted only on pure growth of the same file; everything else
-//! (a shrink, a same-size rewrite, a new inode, changed bytes around the position) starts over.
+//! seen set makes harmless. It is trusted only on pure growth of the same file: the same inode,
+//! larger, and every byte before the position unchanged (checked by a hash over all of them, so
+//! a rewrite in the middle followed by an append is not growth). Everything else starts over.
 
 use std::fs::{File, Metadata};
 use std::io;
 
-use xxhash_rust::xxh3::xxh3_64;
-
-/// How many bytes at the head of the file, and just before the offset, the fingerprint covers.
-/// 4 KiB spans several whole ledger lines, so a rewritten last line (whose `ts` comes first) is
-/// always inside the window.
-pub const FINGERPRINT_WINDOW: u64 = 4096;
+use xxhash_rust::xxh3::Xxh3;
 
 /// What `stat` says about a file: enough to tell growth from replacement or rewrite.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,7 +46,7 @@ impl FileStat {
     }
 }
 
-/// A hash of a byte range of the file, with the range's length.
+/// A hash of the first `len` bytes of the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Fingerprint {
     pub len: u64,
@@ -65,10 +61,8 @@ pub struct Checkpoint {
     pub stat: FileStat,
     /// Just past the last `\n` consumed.
     pub offset: u64,
-    /// The first bytes of the file.
-    pub head: Fingerprint,
-    /// The bytes just before `offset`.
-    pub window: Fingerprint,
+    /// Every byte before `offset`: xxh3-64, as [`Xxh3`] computes it while the bytes are read.
+    pub prefix: Fingerprint,
 }
 
 /// What the next poll does with a file.
@@ -104,25 +98,42 @@ impl Checkpoint {
         Plan::Resume { offset: cp.offset }
     }
 
-    /// Whether the bytes the fingerprint covers are still the same in `file`.
-    pub fn matches(&self, file: &File) -> io::Result<bool> {
-        Ok(fingerprint(file, 0, self.head.len)? == self.head
-            && fingerprint(file, self.offset - self.window.len, self.window.len)? == self.window)
+    /// Whether the bytes before the offset are still the ones consumed, read from `file`; if
+    /// so, the hasher that has seen them, to go on with.
+    pub fn verify(&self, file: &File) -> io::Result<Option<Xxh3>> {
+        if self.prefix.len != self.offset {
+            return Ok(None);
+        }
+        let mut hasher = Xxh3::new();
+        let mut buf = vec![0; VERIFY_CHUNK.min(self.offset as usize)];
+        let mut at = 0;
+        while at < self.offset {
+            let want = buf.len().min((self.offset - at) as usize);
+            let read = read_at(file, &mut buf[..want], at)?;
+            if read < want {
+                // It shrank under us.
+                return Ok(None);
+            }
+            hasher.update(&buf[..read]);
+            at += read as u64;
+        }
+        Ok((hasher.digest() == self.prefix.hash).then_some(hasher))
     }
 
-    /// The checkpoint for having consumed `file` up to `offset`, having read `size_read` bytes.
-    pub fn take(file: &File, stat: FileStat, offset: u64, size_read: u64) -> io::Result<Checkpoint> {
-        let head_len = offset.min(FINGERPRINT_WINDOW);
-        let window_len = offset.min(FINGERPRINT_WINDOW);
-        Ok(Checkpoint {
+    /// The checkpoint for having consumed `offset` bytes hashing to `prefix_hash`, having read
+    /// `size_read`.
+    pub fn take(stat: FileStat, offset: u64, prefix_hash: u64, size_read: u64) -> Checkpoint {
+        Checkpoint {
             stat: FileStat {
                 size: size_read,
                 ..stat
             },
             offset,
-            head: fingerprint(file, 0, head_len)?,
-            window: fingerprint(file, offset - window_len, window_len)?,
-        })
+            prefix: Fingerprint {
+                len: offset,
+                hash: prefix_hash,
+            },
+        }
     }
 
     pub fn encode(&self) -> [u8; Self::ENCODED_LEN] {
@@ -132,11 +143,11 @@ impl Checkpoint {
             self.stat.size,
             self.stat.mtime_ns as u64,
             self.offset,
-            self.head.len,
-            self.head.hash,
-            self.window.len,
-            self.window.hash,
+            self.prefix.len,
+            self.prefix.hash,
             0, // reserved
+            0,
+            0,
         ];
         let mut out = [0; Self::ENCODED_LEN];
         for (chunk, v) in out.chunks_exact_mut(8).zip(fields) {
@@ -161,28 +172,19 @@ impl Checkpoint {
                 mtime_ns: f[3] as i64,
             },
             offset: f[4],
-            head: Fingerprint {
+            prefix: Fingerprint {
                 len: f[5],
                 hash: f[6],
             },
-            window: Fingerprint {
-                len: f[7],
-                hash: f[8],
-            },
         };
-        (cp.offset <= cp.stat.size && cp.window.len <= cp.offset).then_some(cp)
+        // A checkpoint whose fingerprint covers less than its offset (as older ones did) is read
+        // fine and trusted never: its file is read again from the start, once.
+        (cp.offset <= cp.stat.size && cp.prefix.len <= cp.offset).then_some(cp)
     }
 }
 
-fn fingerprint(file: &File, at: u64, len: u64) -> io::Result<Fingerprint> {
-    let mut buf = vec![0; len as usize];
-    let read = read_at(file, &mut buf, at)?;
-    // A file that shrank under us gives a short read, hence a different fingerprint.
-    Ok(Fingerprint {
-        len,
-        hash: xxh3_64(&buf[..read]) ^ (read as u64).wrapping_sub(len),
-    })
-}
+/// How much of the file is read at a time to verify a checkpoint.
+const VERIFY_CHUNK: usize = 64 << 10;
 
 /// Reads as much of `buf` as the file has at `at`, without moving any shared cursor.
 pub fn read_at(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
@@ -216,16 +218,7 @@ mod tests {
     }
 
     fn cp(stat: FileStat, offset: u64) -> Checkpoint {
-        let fp = Fingerprint {
-            len: offset.min(10),
-            hash: 7,
-        };
-        Checkpoint {
-            stat,
-            offset,
-            head: fp,
-            window: fp,
-        }
+        Checkpoint::take(stat, offset, 7, stat.size)
     }
 
     #[test]
@@ -261,16 +254,50 @@ mod tests {
         assert_eq!(Checkpoint::decode(&[0; 3]), None);
     }
 
+    fn taken(path: &std::path::Path, offset: u64) -> Checkpoint {
+        let bytes = std::fs::read(path).unwrap();
+        let file = File::open(path).unwrap();
+        let s = FileStat::of(&file.metadata().unwrap());
+        Checkpoint::take(
+            s,
+            offset,
+            xxhash_rust::xxh3::xxh3_64(&bytes[..offset as usize]),
+            s.size,
+        )
+    }
+
     #[test]
-    fn fingerprint_sees_changed_bytes_before_the_offset() {
+    fn every_byte_before_the_offset_is_verified() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f.jsonl");
-        std::fs::write(&path, b"{\"a\":1}\n{\"b\":2}\n").unwrap();
-        let file = File::open(&path).unwrap();
-        let s = FileStat::of(&file.metadata().unwrap());
-        let c = Checkpoint::take(&file, s, 16, 16).unwrap();
-        assert!(c.matches(&file).unwrap());
-        std::fs::write(&path, b"{\"a\":1}\n{\"b\":3}\n{\"c\":4}\n").unwrap();
-        assert!(!c.matches(&File::open(&path).unwrap()).unwrap());
+        let lines: String = (0..2000).map(|i| format!("{{\"n\":{i:05}}}\n")).collect();
+        std::fs::write(&path, &lines).unwrap();
+        let offset = lines.len() as u64;
+        let c = taken(&path, offset);
+        let grown = format!("{lines}{{\"n\":99999}}\n");
+        std::fs::write(&path, &grown).unwrap();
+        assert!(
+            c.verify(&File::open(&path).unwrap()).unwrap().is_some(),
+            "pure growth"
+        );
+
+        // One byte in the middle, far from both ends, rewritten at the same length.
+        let rewritten = grown.replacen("{\"n\":01000}", "{\"n\":01001}", 1);
+        std::fs::write(&path, &rewritten).unwrap();
+        assert!(c.verify(&File::open(&path).unwrap()).unwrap().is_none());
+
+        std::fs::write(&path, &lines[..100]).unwrap();
+        assert!(c.verify(&File::open(&path).unwrap()).unwrap().is_none(), "shrunk");
+    }
+
+    #[test]
+    fn a_checkpoint_that_covers_less_than_its_offset_is_never_trusted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.jsonl");
+        std::fs::write(&path, "x".repeat(10_000)).unwrap();
+        let mut c = taken(&path, 8192);
+        c.prefix.len = 4096;
+        assert_eq!(Checkpoint::decode(&c.encode()), Some(c));
+        assert!(c.verify(&File::open(&path).unwrap()).unwrap().is_none());
     }
 }

@@ -65,16 +65,19 @@ pub enum Rejection {
     BadLabel,
     /// `turn` present but not a boolean.
     BadTurn,
+    /// Longer than `tail::MAX_LINE` (64 MiB): rejected without being held.
+    TooLong,
 }
 
 impl Rejection {
-    pub const ALL: [Rejection; 6] = [
+    pub const ALL: [Rejection; 7] = [
         Rejection::InvalidJson,
         Rejection::NotObject,
         Rejection::BadCount,
         Rejection::BadTimestamp,
         Rejection::BadLabel,
         Rejection::BadTurn,
+        Rejection::TooLong,
     ];
 
     /// The value of the `reason` attribute on the rejected-lines self-metric.
@@ -86,6 +89,7 @@ impl Rejection {
             Rejection::BadTimestamp => "bad_ts",
             Rejection::BadLabel => "bad_label",
             Rejection::BadTurn => "bad_turn",
+            Rejection::TooLong => "too_long",
         }
     }
 }

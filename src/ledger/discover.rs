@@ -125,7 +125,9 @@ pub fn ledger_files(stats_dir: &Path) -> io::Result<Vec<LedgerFile>> {
     for entry in std::fs::read_dir(stats_dir)? {
         let entry = entry?;
         let name = entry.file_name();
-        if !name.as_encoded_bytes().ends_with(b".jsonl") {
+        // Dot-files are not Reasonix's: `._2026-11-30.jsonl` is macOS AppleDouble metadata.
+        let bytes = name.as_encoded_bytes();
+        if !bytes.ends_with(b".jsonl") || bytes.starts_with(b".") {
             continue;
         }
         let meta = match entry.file_type() {

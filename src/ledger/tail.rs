@@ -1,14 +1,29 @@
 //! One file: read from its checkpoint to the last `\n`, and say where that left us.
+//!
+//! Memory stays bounded whatever the file holds: the bytes of an unfinished line are held only
+//! up to [`MAX_LINE`], and a line that cannot be JSON only up to [`EARLY_VERDICT`]. Past that the
+//! line is skipped as it streams by (its identity still hashed) and rejected when its `\n`
+//! comes: a gigabyte of NUL bytes left by a power cut costs a megabyte, not a gigabyte.
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::Path;
 
+use xxhash_rust::xxh3::Xxh3;
+
 use super::checkpoint::{Checkpoint, FileStat, Plan};
+use super::decode::Rejection;
 
 /// How much is read per system call: large enough that syscalls vanish from the profile of a
 /// backfill, small enough to keep memory flat. Callers lend a buffer of this size.
 pub const CHUNK: usize = 1 << 20;
+
+/// The longest line held: a longer one is rejected as too long (contract §7).
+pub const MAX_LINE: usize = 64 << 20;
+
+/// An unfinished line this long whose first byte cannot start a JSON value is not held any
+/// longer: it is invalid JSON whatever follows.
+pub const EARLY_VERDICT: usize = 1 << 20;
 
 /// An open ledger file positioned after what was already consumed.
 pub struct Tail {
@@ -16,10 +31,48 @@ pub struct Tail {
     stat: FileStat,
     /// Just past the last `\n` handed out: the checkpoint's offset.
     consumed: u64,
-    /// Bytes read from the file so far, including the unfinished line held in `pending`.
+    /// Bytes read from the file so far, including the unfinished line.
     read: u64,
     /// The bytes after the last `\n`, waiting for theirs.
     pending: Vec<u8>,
+    /// Every byte consumed, from the start of the file: the checkpoint's fingerprint.
+    prefix: Xxh3,
+    /// A line too long to hold, streaming by.
+    skipping: Option<Skipping>,
+    /// Skipped lines whose `\n` came, for the caller to count: the xxh3-128 of each (without
+    /// one `\r` before its `\n`, as a line's identity is everywhere) and why it is rejected.
+    skipped: Vec<(u128, Rejection)>,
+}
+
+/// A line being skipped: its identity so far and why it is rejected.
+struct Skipping {
+    why: Rejection,
+    identity: Xxh3,
+    /// Its bytes so far.
+    len: u64,
+    /// The last byte fed was a `\r`, held back: one before the `\n` is not part of the identity.
+    held_cr: bool,
+    /// `Tail::prefix` at the line's start: the fingerprint while the line is not consumed.
+    prefix_at_start: Xxh3,
+}
+
+impl Skipping {
+    fn feed(&mut self, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
+        if self.held_cr {
+            self.identity.update(b"\r");
+        }
+        self.held_cr = bytes.ends_with(b"\r");
+        let kept = if self.held_cr {
+            &bytes[..bytes.len() - 1]
+        } else {
+            bytes
+        };
+        self.identity.update(kept);
+        self.len += bytes.len() as u64;
+    }
 }
 
 /// Opens `path` for reading new lines, or `None` when, by its checkpoint, nothing changed.
@@ -33,10 +86,13 @@ pub fn open(path: &Path, stat: &FileStat, checkpoint: Option<&Checkpoint>) -> io
     let mut file = open_read_only(path)?;
     // The open file is the truth: the path may have been replaced since the directory scan.
     let stat = FileStat::of(&file.metadata()?);
-    let start = match (Checkpoint::plan(checkpoint, &stat), checkpoint) {
+    let (start, prefix) = match (Checkpoint::plan(checkpoint, &stat), checkpoint) {
         (Plan::Idle, _) => return Ok(None),
-        (Plan::Resume { offset }, Some(cp)) if cp.matches(&file)? => offset,
-        _ => 0,
+        (Plan::Resume { offset }, Some(cp)) => match cp.verify(&file)? {
+            Some(prefix) => (offset, prefix),
+            None => (0, Xxh3::new()),
+        },
+        _ => (0, Xxh3::new()),
     };
     file.seek(SeekFrom::Start(start))?;
     Ok(Some(Tail {
@@ -45,13 +101,16 @@ pub fn open(path: &Path, stat: &FileStat, checkpoint: Option<&Checkpoint>) -> io
         consumed: start,
         read: start,
         pending: Vec::new(),
+        prefix,
+        skipping: None,
+        skipped: Vec::new(),
     }))
 }
 
 impl Tail {
     /// Reads the next chunk into `buf` and calls `on_lines` once with every line it completes
     /// (without the `\n`), in file order. Returns the number of bytes read; 0 means the end of
-    /// the file for now.
+    /// the file for now. A skipped line that ends in this chunk is left for [`Tail::take_skipped`].
     pub fn next_chunk(&mut self, buf: &mut [u8], on_lines: impl FnOnce(&[&[u8]])) -> io::Result<usize> {
         let n = loop {
             match self.file.read(buf) {
@@ -61,9 +120,50 @@ impl Tail {
             }
         };
         self.read += n as u64;
-        split_lines(&mut self.pending, &buf[..n], on_lines);
-        self.consumed = self.read - self.pending.len() as u64;
+        let mut fresh = &buf[..n];
+        if let Some(skipping) = &mut self.skipping {
+            let Some(end) = memchr::memchr(b'\n', fresh) else {
+                skipping.feed(fresh);
+                self.prefix.update(fresh);
+                return Ok(n);
+            };
+            skipping.feed(&fresh[..end]);
+            self.prefix.update(&fresh[..=end]);
+            self.skipped.push((skipping.identity.digest128(), skipping.why));
+            self.skipping = None;
+            fresh = &fresh[end + 1..];
+        }
+        if let Some(last_newline) = memchr::memrchr(b'\n', fresh) {
+            self.prefix.update(&self.pending);
+            self.prefix.update(&fresh[..=last_newline]);
+        }
+        split_lines(&mut self.pending, fresh, on_lines);
+        if let Some(why) = too_long_to_hold(&self.pending) {
+            self.skip_pending(why);
+        }
+        self.consumed = self.read - self.pending.len() as u64 - self.skipping.as_ref().map_or(0, |s| s.len);
         Ok(n)
+    }
+
+    /// Streams the unfinished line past instead of holding it.
+    fn skip_pending(&mut self, why: Rejection) {
+        let mut skipping = Skipping {
+            why,
+            identity: Xxh3::new(),
+            len: 0,
+            held_cr: false,
+            prefix_at_start: self.prefix.clone(),
+        };
+        skipping.feed(&self.pending);
+        self.prefix.update(&self.pending);
+        // Given back, not just cleared: this is the memory the bound is about.
+        self.pending = Vec::new();
+        self.skipping = Some(skipping);
+    }
+
+    /// The lines skipped as too long to hold whose end was read, with why they are rejected.
+    pub fn take_skipped(&mut self) -> Vec<(u128, Rejection)> {
+        std::mem::take(&mut self.skipped)
     }
 
     /// Bytes consumed so far in this file's life: where its checkpoint points.
@@ -79,8 +179,30 @@ impl Tail {
             mtime_ns: now.mtime_ns,
             ..self.stat
         };
-        Checkpoint::take(&self.file, stat, self.consumed, self.read)
+        let prefix = match &self.skipping {
+            Some(skipping) => skipping.prefix_at_start.digest(),
+            None => self.prefix.digest(),
+        };
+        Ok(Checkpoint::take(stat, self.consumed, prefix, self.read))
     }
+}
+
+/// Why an unfinished line is not held any longer, if it is not.
+fn too_long_to_hold(pending: &[u8]) -> Option<Rejection> {
+    if pending.len() > MAX_LINE {
+        return Some(Rejection::TooLong);
+    }
+    if pending.len() > EARLY_VERDICT {
+        let first = pending.iter().find(|b| !matches!(b, b' ' | b'\t' | b'\r'))?;
+        let can_start_json = matches!(
+            first,
+            b'{' | b'[' | b'"' | b'-' | b'0'..=b'9' | b't' | b'f' | b'n'
+        );
+        if !can_start_json {
+            return Some(Rejection::InvalidJson);
+        }
+    }
+    None
 }
 
 /// Splits a freshly read chunk into the lines it completes and calls `on_lines` once with them
@@ -175,13 +297,72 @@ mod tests {
     fn lines_longer_than_a_chunk_arrive_whole() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("d.jsonl");
-        let long = "x".repeat(CHUNK * 2 + 17);
+        let long = format!("{{\"x\":\"{}\"}}", "x".repeat(CHUNK * 2 + 17));
         std::fs::write(&path, format!("a\n{long}\nb\n")).unwrap();
         let mut tail = open(&path, &stat_of(&path), None).unwrap().unwrap();
         let lines = lines_of(&mut tail);
         assert_eq!(lines.len(), 3);
         assert_eq!(lines[1], long);
         assert_eq!(tail.consumed(), (long.len() + 5) as u64);
+    }
+
+    #[test]
+    fn a_line_too_long_to_hold_is_skipped_whole_with_its_identity() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.jsonl");
+        let nul = vec![0u8; EARLY_VERDICT * 3 + 5];
+        let mut bytes = b"a\n".to_vec();
+        bytes.extend_from_slice(&nul);
+        bytes.extend_from_slice(b"\r\nb\n");
+        std::fs::write(&path, &bytes).unwrap();
+        let mut tail = open(&path, &stat_of(&path), None).unwrap().unwrap();
+        let mut buf = vec![0; CHUNK];
+        let mut lines = Vec::new();
+        let mut skipped = Vec::new();
+        while tail
+            .next_chunk(&mut buf, |l| lines.extend(l.iter().map(|l| l.to_vec())))
+            .unwrap()
+            > 0
+        {
+            assert!(
+                tail.pending.capacity() <= EARLY_VERDICT * 2 + CHUNK,
+                "held {}",
+                tail.pending.capacity()
+            );
+            skipped.extend(tail.take_skipped());
+        }
+        assert_eq!(lines, [b"a".to_vec(), b"b".to_vec()]);
+        assert_eq!(
+            skipped,
+            [(xxhash_rust::xxh3::xxh3_128(&nul), Rejection::InvalidJson)]
+        );
+        assert_eq!(tail.consumed(), bytes.len() as u64);
+        // The checkpoint is good for pure growth after it.
+        let cp = tail.checkpoint().unwrap();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(b"c\n")
+            .unwrap();
+        let mut tail = open(&path, &stat_of(&path), Some(&cp)).unwrap().unwrap();
+        assert_eq!(lines_of(&mut tail), ["c"]);
+    }
+
+    #[test]
+    fn a_rewrite_in_the_middle_then_an_append_reads_from_the_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.jsonl");
+        let lines: String = (0..3000).map(|i| format!("line {i:05}\n")).collect();
+        std::fs::write(&path, &lines).unwrap();
+        let mut tail = open(&path, &stat_of(&path), None).unwrap().unwrap();
+        lines_of(&mut tail);
+        let cp = tail.checkpoint().unwrap();
+        // rsync --inplace: same length in the middle, then the new tail.
+        let rewritten = lines.replacen("line 01500", "line 0150X", 1);
+        std::fs::write(&path, format!("{rewritten}line 03000\n")).unwrap();
+        let mut tail = open(&path, &stat_of(&path), Some(&cp)).unwrap().unwrap();
+        assert_eq!(lines_of(&mut tail).len(), 3001);
     }
 
     #[test]

@@ -64,8 +64,9 @@ impl IngestCounts {
         fields.iter().flat_map(|v| v.to_le_bytes()).collect()
     }
 
+    /// Reads counts written with fewer rejection reasons too (a reason added later starts at 0).
     pub fn decode(bytes: &[u8]) -> Option<IngestCounts> {
-        if bytes.len() != FIELDS * 8 {
+        if !bytes.len().is_multiple_of(8) || bytes.len() > FIELDS * 8 || bytes.len() < (FIELDS - 1) * 8 {
             return None;
         }
         let f: Vec<u64> = bytes
@@ -77,7 +78,11 @@ impl IngestCounts {
             duplicate: f[1],
             folded: f[2],
             bytes: f[3],
-            rejected: f[4..].try_into().ok()?,
+            rejected: {
+                let mut rejected = [0; Rejection::ALL.len()];
+                rejected[..f.len() - 4].copy_from_slice(&f[4..]);
+                rejected
+            },
         })
     }
 }

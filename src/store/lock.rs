@@ -44,7 +44,9 @@ impl StateLock {
                     let _ = file.read_to_string(&mut owner);
                     let mut fields = owner.split_whitespace();
                     let pid = fields.next().and_then(|p| p.parse().ok());
-                    let passing = pid.is_none() || fields.next() == Some("brief");
+                    // A pid that is not running is what a dead owner left, about to be
+                    // rewritten by the new one: wait for it as for a brief owner.
+                    let passing = pid.is_none_or(|pid| !running(pid)) || fields.next() == Some("brief");
                     if !passing || std::time::Instant::now() >= deadline {
                         return Err(StoreError::Locked {
                             path: state_dir.to_path_buf(),
@@ -62,5 +64,23 @@ impl StateLock {
             .and_then(|_| writeln!(file, "{}{role}", std::process::id()))
             .map_err(io_error)?;
         Ok(StateLock { _file: file })
+    }
+}
+
+/// Whether process `pid` exists (signal 0 checks without sending anything).
+fn running(pid: u32) -> bool {
+    #[cfg(unix)]
+    {
+        let Ok(pid) = libc::pid_t::try_from(pid) else {
+            return false;
+        };
+        // SAFETY: kill with signal 0 only checks that the process exists.
+        let alive = unsafe { libc::kill(pid, 0) } == 0;
+        alive || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        true
     }
 }

@@ -74,6 +74,10 @@ pub enum StoreError {
     )]
     Locked { path: PathBuf, owner: Option<u32> },
     #[error(
+        "no store in {path}: nothing has been counted there; check --state-dir, or run `reasonix-exporter once` to count the ledger"
+    )]
+    Missing { path: PathBuf },
+    #[error(
         "store at {path} is corrupted ({detail}); run once with --reset-state to rebuild it from the ledger"
     )]
     Corrupt { path: PathBuf, detail: String },
@@ -263,6 +267,12 @@ impl Store {
     }
 
     fn open_as(state_dir: &Path, reset: bool, brief: bool) -> Result<Store, StoreError> {
+        // A brief reader never creates a store: a mistyped --state-dir is an error, not zeros.
+        if brief && !state_dir.join("store").is_dir() {
+            return Err(StoreError::Missing {
+                path: state_dir.to_path_buf(),
+            });
+        }
         std::fs::create_dir_all(state_dir).map_err(|source| StoreError::Io {
             path: state_dir.to_path_buf(),
             error: source,
@@ -328,20 +338,25 @@ impl Store {
             path: self.path.clone(),
             detail: format!("unreadable {what}"),
         };
-        let recorded = match std::fs::read_to_string(marker) {
-            Ok(_) if !existed => None,
-            Ok(text) => Some(Marker::parse(&text).ok_or_else(|| StoreError::Corrupt {
-                path: self.path.clone(),
-                detail: format!("unreadable marker {}", marker.display()),
-            })?),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(source) => {
-                return Err(StoreError::Io {
-                    path: marker.to_path_buf(),
-                    error: source,
-                });
-            }
-        };
+        // Bytes, not text: a marker damaged into invalid UTF-8 is a damaged marker, not an I/O
+        // error.
+        let recorded =
+            match std::fs::read(marker) {
+                Ok(_) if !existed => None,
+                Ok(bytes) => Some(Marker::parse(&String::from_utf8_lossy(&bytes)).ok_or_else(|| {
+                    StoreError::Corrupt {
+                        path: self.path.clone(),
+                        detail: format!("unreadable marker {}", marker.display()),
+                    }
+                })?),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                Err(source) => {
+                    return Err(StoreError::Io {
+                        path: marker.to_path_buf(),
+                        error: source,
+                    });
+                }
+            };
         match self.get(KEY_VERSION)? {
             None if self.db.is_empty() && recorded.is_some() => {
                 return Err(StoreError::Corrupt {
@@ -682,6 +697,27 @@ impl Store {
         let Some(pending) = self.pending.take() else {
             return Ok(());
         };
+        self.settle_export(pending)
+    }
+
+    /// Settles the pending export of which only the series in `taken` (with their values) were
+    /// delivered: the collector refused the rest, which the next export carries again.
+    pub fn finish_export_of(&mut self, taken: &BTreeMap<AttrSet, Totals>) -> Result<(), StoreError> {
+        let Some(pending) = self.pending.take() else {
+            return Ok(());
+        };
+        let delivered_after: BTreeMap<AttrSet, Totals> = pending
+            .delivered_after
+            .into_iter()
+            .filter(|(attrs, totals)| taken.get(attrs) == Some(totals))
+            .collect();
+        if delivered_after.is_empty() {
+            return self.abandon_export();
+        }
+        self.settle_export(PendingExport { delivered_after })
+    }
+
+    fn settle_export(&mut self, pending: PendingExport) -> Result<(), StoreError> {
         let mut write = sled::Batch::default();
         for (attrs, totals) in &pending.delivered_after {
             write.insert(series_key(PREFIX_DELIVERED, attrs), &totals.encode()[..]);

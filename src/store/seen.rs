@@ -17,13 +17,14 @@ use xxhash_rust::xxh3::xxh3_128;
 
 use crate::ledger::timestamp::Day;
 
-/// The identity of a line: xxh3-128 of its bytes, without the `\n`. No path, no offset.
+/// The identity of a line: xxh3-128 of its bytes, without the `\n` and one `\r` before it (a
+/// copy converted to CRLF line ends holds the same lines). No path, no offset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct LineHash(pub u128);
 
 impl LineHash {
     pub fn of(line: &[u8]) -> LineHash {
-        LineHash(xxh3_128(line))
+        LineHash(xxh3_128(line.strip_suffix(b"\r").unwrap_or(line)))
     }
 }
 

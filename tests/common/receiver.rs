@@ -36,6 +36,14 @@ struct Shared {
     /// HTTP: keep the data, then close the connection without an answer.
     drop_answers: Arc<AtomicBool>,
     seen: Arc<Mutex<Vec<Seen>>>,
+    /// HTTP: a body larger than this is refused with 413 (0: no limit).
+    max_body: Arc<std::sync::atomic::AtomicUsize>,
+    /// Answer accepted exports with a partial success rejecting this many points (0: none).
+    partial: Arc<std::sync::atomic::AtomicI64>,
+    /// HTTP: refusals carry `Retry-After: <seconds>` (0: none).
+    retry_after: Arc<std::sync::atomic::AtomicU64>,
+    /// HTTP: every request that arrived, refused or not, with its size.
+    arrivals: Arc<Mutex<Vec<(Instant, usize)>>>,
 }
 
 pub struct Receiver {
@@ -151,6 +159,26 @@ impl Receiver {
     /// HTTP: keep every request, then close the connection without answering (or stop doing so).
     pub fn drop_answers(&self, drop: bool) {
         self.shared.drop_answers.store(drop, Ordering::SeqCst);
+    }
+
+    /// HTTP: refuse a body larger than `bytes` with 413 Payload Too Large.
+    pub fn max_body(&self, bytes: usize) {
+        self.shared.max_body.store(bytes, Ordering::SeqCst);
+    }
+
+    /// Answer each accepted export with a partial success that rejects `points` points.
+    pub fn partial(&self, points: i64) {
+        self.shared.partial.store(points, Ordering::SeqCst);
+    }
+
+    /// HTTP: refusals say `Retry-After: <seconds>`.
+    pub fn retry_after(&self, seconds: u64) {
+        self.shared.retry_after.store(seconds, Ordering::SeqCst);
+    }
+
+    /// HTTP: when each request arrived, and its body size, refused ones included.
+    pub fn arrivals(&self) -> Vec<(Instant, usize)> {
+        self.shared.arrivals.lock().unwrap().clone()
     }
 
     /// `(x-team header, gzipped)` for every request received.
@@ -442,9 +470,19 @@ impl MetricsService for GrpcSink {
         if stall > 0 {
             tokio::time::sleep(Duration::from_millis(stall)).await;
         }
-        Ok(tonic::Response::new(ExportMetricsServiceResponse {
-            partial_success: None,
-        }))
+        Ok(tonic::Response::new(partial_answer(&self.0)))
+    }
+}
+
+fn partial_answer(shared: &Shared) -> ExportMetricsServiceResponse {
+    let rejected = shared.partial.load(Ordering::SeqCst);
+    ExportMetricsServiceResponse {
+        partial_success: (rejected > 0).then(|| {
+            opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsPartialSuccess {
+                rejected_data_points: rejected,
+                error_message: "dropped on purpose: datapoint too old".into(),
+            }
+        }),
     }
 }
 
@@ -481,6 +519,15 @@ fn serve_http_connection(stream: impl Read + Write, shared: Shared) {
         if reader.read_exact(&mut body).is_err() {
             return;
         }
+        shared.arrivals.lock().unwrap().push((Instant::now(), length));
+        let max_body = shared.max_body.load(Ordering::SeqCst);
+        if max_body > 0 && length > max_body {
+            let reply = b"HTTP/1.1 413 Payload Too Large\r\nContent-Length: 0\r\n\r\n";
+            if reader.get_mut().write_all(reply).is_err() {
+                return;
+            }
+            continue;
+        }
         let ok = request_line.starts_with("POST /v1/metrics ") && !shared.refuse.load(Ordering::SeqCst);
         if ok {
             if gzipped {
@@ -501,14 +548,25 @@ fn serve_http_connection(stream: impl Read + Write, shared: Shared) {
                 return;
             }
         }
-        let reply: &[u8] = if ok {
-            b"HTTP/1.1 200 OK\r\nContent-Type: application/x-protobuf\r\nContent-Length: 0\r\n\r\n"
+        let reply: Vec<u8> = if ok {
+            let answer = partial_answer(&shared).encode_to_vec();
+            let mut reply = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/x-protobuf\r\nContent-Length: {}\r\n\r\n",
+                answer.len()
+            )
+            .into_bytes();
+            reply.extend_from_slice(&answer);
+            reply
         } else {
-            b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n"
+            let retry_after = match shared.retry_after.load(Ordering::SeqCst) {
+                0 => String::new(),
+                seconds => format!("Retry-After: {seconds}\r\n"),
+            };
+            format!("HTTP/1.1 503 Service Unavailable\r\n{retry_after}Content-Length: 0\r\n\r\n").into_bytes()
         };
         if reader
             .get_mut()
-            .write_all(reply)
+            .write_all(&reply)
             .and_then(|_| reader.get_mut().flush())
             .is_err()
         {

@@ -1,0 +1,161 @@
+//! How the daemon's exports have gone since they last worked: said in the log when it matters
+//! (a collector that drops points of accepted requests, a refusal that repeats) and left in the
+//! state dir for `doctor`, which cannot see the running daemon's log.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::export::transport::SendError;
+
+/// Refusals in a row after which they are reported as one condition, not as an outage.
+const REPEATED: u64 = 3;
+
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExportHealth {
+    /// Unix seconds of the first failure since exports last worked.
+    pub failing_since: Option<u64>,
+    /// Failed exports since then.
+    pub failures: u64,
+    /// Of those, refusals in a row: the collector answered, and said no.
+    pub refusals: u64,
+    /// The last failure, as logged (no secrets: endpoints are shown redacted).
+    pub last_error: String,
+    /// The collector's partial-success warning, while its answers carry one.
+    pub partial: Option<String>,
+    #[serde(skip)]
+    unsaved: bool,
+}
+
+impl ExportHealth {
+    /// An export was accepted, with `partial` when the collector rejected some of its points.
+    pub fn accepted(&mut self, partial: Option<String>) {
+        if partial != self.partial {
+            match &partial {
+                Some(warning) => tracing::warn!("{warning}"),
+                None => tracing::info!("the collector accepts every data point again"),
+            }
+        }
+        let changed = self.failing_since.is_some() || partial != self.partial;
+        *self = ExportHealth {
+            partial,
+            unsaved: self.unsaved || changed,
+            ..ExportHealth::default()
+        };
+    }
+
+    /// An export failed with `error`, logged as `text`.
+    pub fn failed(&mut self, error: &SendError, text: &str) {
+        self.failures += 1;
+        self.failing_since.get_or_insert_with(unix_now);
+        if matches!(error, SendError::Refused { .. }) {
+            self.refusals += 1;
+            if self.refusals == REPEATED {
+                tracing::warn!(
+                    "the collector has refused {REPEATED} exports in a row ({text}); nothing reaches the backend until that is fixed: check the collector's logs and limits"
+                );
+            }
+        } else {
+            self.refusals = 0;
+        }
+        self.last_error = text.to_string();
+        self.unsaved = true;
+    }
+
+    /// What is wrong, in one line, or `None` when exports work.
+    pub fn problem(&self) -> Option<String> {
+        if self.refusals >= REPEATED {
+            return Some(format!(
+                "the running exporter's last {} exports were refused: {}",
+                self.refusals, self.last_error
+            ));
+        }
+        if self.failures > 0 {
+            return Some(format!(
+                "the running exporter's exports have failed {} times since {}: {}",
+                self.failures,
+                humantime::format_rfc3339_seconds(
+                    std::time::UNIX_EPOCH
+                        + std::time::Duration::from_secs(self.failing_since.unwrap_or_default())
+                ),
+                self.last_error
+            ));
+        }
+        self.partial.clone()
+    }
+
+    /// Leaves the state where `doctor` reads it, when it changed: the file is there only while
+    /// something is wrong.
+    pub fn save(&mut self, state_dir: &Path) -> std::io::Result<()> {
+        if !self.unsaved {
+            return Ok(());
+        }
+        let path = path_in(state_dir);
+        match self.problem() {
+            None => match std::fs::remove_file(&path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            },
+            Some(_) => super::status::write_json(&path, self)?,
+        }
+        self.unsaved = false;
+        Ok(())
+    }
+
+    /// What a running daemon left, if anything is wrong.
+    pub fn load(state_dir: &Path) -> Option<ExportHealth> {
+        let text = std::fs::read(path_in(state_dir)).ok()?;
+        serde_json::from_slice(&text).ok()
+    }
+}
+
+fn path_in(state_dir: &Path) -> PathBuf {
+    state_dir.join("export-health.json")
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused() -> SendError {
+        SendError::Refused {
+            detail: "the collector answered HTTP 413 Payload Too Large".into(),
+            retry_after: None,
+            too_large: true,
+        }
+    }
+
+    #[test]
+    fn repeated_refusals_are_a_problem_until_an_export_works() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut health = ExportHealth::default();
+        for _ in 0..REPEATED {
+            health.failed(&refused(), "export failed: HTTP 413");
+        }
+        health.save(dir.path()).unwrap();
+        let left = ExportHealth::load(dir.path()).unwrap();
+        assert!(
+            left.problem().unwrap().contains("last 3 exports were refused"),
+            "{left:?}"
+        );
+
+        health.accepted(None);
+        health.save(dir.path()).unwrap();
+        assert_eq!(ExportHealth::load(dir.path()), None);
+    }
+
+    #[test]
+    fn an_unreachable_collector_resets_the_refusal_count() {
+        let mut health = ExportHealth::default();
+        health.failed(&refused(), "refused");
+        health.failed(&SendError::NotSent("down".into()), "down");
+        assert_eq!(health.refusals, 0);
+        assert!(health.problem().unwrap().contains("failed 2 times"));
+    }
+}
