@@ -39,6 +39,8 @@ pub struct PollReport {
     pub files_read: usize,
     /// Files that could not be read this time (permission, deleted mid-read); retried next poll.
     pub files_failed: usize,
+    /// Why the first of them could not be read (never its path: ledger paths stay out of logs).
+    pub first_failure: Option<(std::io::ErrorKind, String)>,
     pub counts: IngestCounts,
     /// Listing the files (a `stat` each).
     pub listed_in: std::time::Duration,
@@ -100,7 +102,10 @@ pub fn poll_listed(
         match read_file(store, &mut batch, &mut buf, file, stop)? {
             FileOutcome::Idle => {}
             FileOutcome::Read => report.files_read += 1,
-            FileOutcome::Failed => report.files_failed += 1,
+            FileOutcome::Failed(cause) => {
+                report.files_failed += 1;
+                report.first_failure.get_or_insert(cause);
+            }
             FileOutcome::Stopped => break,
         }
     }
@@ -121,7 +126,7 @@ impl PollReport {
 enum FileOutcome {
     Idle,
     Read,
-    Failed,
+    Failed((std::io::ErrorKind, String)),
     /// Asked to stop: what was read is in the batch, its checkpoint with it.
     Stopped,
 }
@@ -141,7 +146,7 @@ fn read_file(
     let mut tail = match tail::open(&file.path, &stat, store.checkpoint(&file.name)) {
         Ok(Some(tail)) => tail,
         Ok(None) => return Ok(FileOutcome::Idle),
-        Err(_) => return Ok(FileOutcome::Failed),
+        Err(e) => return Ok(FileOutcome::Failed((e.kind(), e.to_string()))),
     };
     // One buffer for the whole poll, sized for what this file has to give: a new line does not
     // cost a megabyte of zeroes.
@@ -164,12 +169,14 @@ fn read_file(
         for (hash, why) in tail.take_skipped() {
             count_line(store, batch, LineHash(hash), Decoded::Rejected(why))?;
         }
-        let Ok(read) = read else {
-            return Ok(FileOutcome::Failed);
+        let read = match read {
+            Ok(read) => read,
+            Err(e) => return Ok(FileOutcome::Failed((e.kind(), e.to_string()))),
         };
         batch.counts.bytes += read as u64;
-        let Ok(checkpoint) = tail.checkpoint() else {
-            return Ok(FileOutcome::Failed);
+        let checkpoint = match tail.checkpoint() {
+            Ok(checkpoint) => checkpoint,
+            Err(e) => return Ok(FileOutcome::Failed((e.kind(), e.to_string()))),
         };
         batch.set_checkpoint(file.name.clone(), checkpoint);
         if read == 0 {

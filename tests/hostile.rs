@@ -664,3 +664,64 @@ fn slow_and_oversized_metrics_requests_are_cut_off_in_bounded_memory() {
     assert!(still_running(&mut daemon), "{}", daemon.log_text());
     assert_eq!(common::scrape_totals(port), Some(model.expected.totals()));
 }
+
+#[test]
+fn running_out_of_descriptors_is_reported_and_passes() {
+    let fx = Fixture::new();
+    let mut model = Model::default();
+    ledger(&fx, &mut model, 24, 50);
+    let receiver = Receiver::http();
+    let port = common::free_port();
+    let listen = format!("127.0.0.1:{port}");
+    // A limit the daemon's own descriptors (about 20) and the 64 connections it serves exceed.
+    let mut daemon = fx.spawn_via(
+        "prlimit",
+        &["--nofile=40:40", "--"],
+        &[
+            "--otlp-endpoint",
+            &receiver.endpoint,
+            "--prometheus",
+            &listen,
+            "--export-interval",
+            "1s",
+        ],
+    );
+    let expected = model.expected.totals();
+    assert!(
+        wait_until(Duration::from_secs(30), || receiver.backend_totals() == expected),
+        "{}",
+        daemon.log_text()
+    );
+    let idle: Vec<std::net::TcpStream> = (0..64)
+        .map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect"))
+        .collect();
+    assert!(
+        wait_until(Duration::from_secs(20), || daemon
+            .log_text()
+            .contains("out of file descriptors")),
+        "{}",
+        daemon.log_text()
+    );
+    let more = Generator::new(25).day_file("2026-08-02", 40);
+    fx.append("2026-08-02.jsonl", more.as_bytes());
+    model.feed(more.as_bytes());
+    drop(idle);
+    let expected = model.expected.totals();
+    assert!(
+        wait_until(Duration::from_secs(60), || receiver.backend_totals() == expected),
+        "counting and exports go on once descriptors are free: {}",
+        daemon.log_text()
+    );
+    assert!(still_running(&mut daemon), "{}", daemon.log_text());
+    let log = daemon.log_text();
+    assert!(
+        !log.contains("state dir is writable"),
+        "never blames the state dir: {log}"
+    );
+    assert!(
+        wait_until(Duration::from_secs(30), || common::scrape_totals(port)
+            .is_some_and(|t| t == expected)),
+        "{}",
+        daemon.log_text()
+    );
+}

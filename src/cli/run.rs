@@ -188,10 +188,20 @@ impl Daemon {
                 }
                 // Once per outage, not once per poll.
                 match (self.last_poll.files_failed, report.files_failed) {
-                    (0, failed) if failed > 0 => tracing::warn!(
-                        "{failed} ledger files cannot be read (permissions?); retrying on every poll, their lines are counted once they can{}",
-                        sandbox::permission_hint()
-                    ),
+                    (0, failed) if failed > 0 => {
+                        let (kind, cause) = report
+                            .first_failure
+                            .clone()
+                            .unwrap_or((ErrorKind::Other, "unknown".into()));
+                        let hint = if kind == ErrorKind::PermissionDenied {
+                            format!("; check their permissions{}", sandbox::permission_hint())
+                        } else {
+                            String::new()
+                        };
+                        tracing::warn!(
+                            "{failed} ledger files cannot be read ({cause}); retrying on every poll, their lines are counted once they can{hint}"
+                        )
+                    }
                     (before, 0) if before > 0 => tracing::info!("every ledger file can be read again"),
                     _ => {}
                 }
@@ -226,7 +236,7 @@ impl Daemon {
         };
         let retry = self.settings.poll_interval.value.max(FIRST_RETRY);
         tracing::warn!(
-            "counting paused: {} in {} ({cause}); nothing is lost, it resumes from the ledger on its own; retrying every {retry:?} or sooner",
+            "counting paused: {} (the store in {}: {cause}); nothing is lost, it resumes from the ledger on its own; retrying in {retry:?}, then less often up to every {MAX_STORE_RETRY:?}",
             StoreFault::what(cause),
             self.settings.state_dir.value.display(),
         );

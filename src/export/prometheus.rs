@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use axum::extract::State;
 use axum::http::{HeaderMap, header};
@@ -46,6 +46,8 @@ pub const MAX_REQUEST_HEAD: usize = 16 * 1024;
 pub const CONNECTION_LIFETIME: Duration = Duration::from_secs(60);
 /// How long accepting pauses when the process is out of descriptors.
 const ACCEPT_PAUSE: Duration = Duration::from_secs(1);
+/// How long accepting must go without running out of descriptors for that to be over.
+const STARVATION_OVER: Duration = Duration::from_secs(30);
 
 /// Serves `/metrics` on `listener` until the task is dropped. Any local user can connect, so
 /// every connection is bounded in number, time and memory, and a failed accept is never fatal:
@@ -59,7 +61,8 @@ pub async fn serve(listener: tokio::net::TcpListener, snapshots: watch::Receiver
         )
         .with_state(snapshots);
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
-    let mut starved = false;
+    // When accepting last failed for want of descriptors, while that episode lasts.
+    let mut starved: Option<Instant> = None;
     loop {
         let Ok(slot) = slots.clone().acquire_owned().await else {
             return;
@@ -67,24 +70,25 @@ pub async fn serve(listener: tokio::net::TcpListener, snapshots: watch::Receiver
         let stream = match listener.accept().await {
             Ok((stream, _)) => stream,
             Err(e) if out_of_descriptors(&e) => {
-                if !starved {
+                if starved.is_none() {
                     tracing::warn!(
                         "/metrics cannot accept connections: the process is out of file descriptors \
                          ({e}); retrying every {}s. Raise LimitNOFILE, or find the client holding \
                          connections open",
                         ACCEPT_PAUSE.as_secs()
                     );
-                    starved = true;
                 }
+                starved = Some(Instant::now());
                 tokio::time::sleep(ACCEPT_PAUSE).await;
                 continue;
             }
             // A connection that failed before it was accepted (reset, aborted): that client's loss.
             Err(_) => continue,
         };
-        if starved {
+        // One note per episode: accepts between failures do not end it, a quiet spell does.
+        if starved.is_some_and(|at| at.elapsed() >= STARVATION_OVER) {
             tracing::info!("/metrics accepts connections again");
-            starved = false;
+            starved = None;
         }
         let service = TowerToHyperService::new(app.clone());
         tokio::spawn(async move {
