@@ -4,6 +4,7 @@ on a large history. Prints one table. Usage:
 
     cargo build --release --examples
     python3 bench/daemon.py [--history-lines 1000000] [--samples 200] [--idle-seconds 60]
+                            [--binary PATH]   # another build, for a side-by-side
 
 "Committed" is observed through /metrics, which serves only committed totals: the script appends
 one line and polls /metrics every millisecond until the line's increment shows.
@@ -96,12 +97,15 @@ def pct(values, p):
 
 
 def main():
+    global BIN
     ap = argparse.ArgumentParser()
     ap.add_argument("--history-lines", type=int, default=1_000_000)
     ap.add_argument("--samples", type=int, default=200)
     ap.add_argument("--poll-samples", type=int, default=20)
     ap.add_argument("--idle-seconds", type=int, default=60)
+    ap.add_argument("--binary", default=BIN, help="the exporter to measure (default: this tree's release build)")
     args = ap.parse_args()
+    BIN = args.binary
     work = tempfile.mkdtemp(prefix="rx-bench-")
     stats, state = os.path.join(work, "stats"), os.path.join(work, "state")
     subprocess.run([GEN, stats, str(args.history_lines), "365", "1"], check=True)

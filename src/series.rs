@@ -19,7 +19,7 @@ pub struct AttrSet {
 }
 
 impl AttrSet {
-    /// The attributes of a row, by the table of contract §2.
+    /// The attributes of a row, by the table in docs/counting-rules.md.
     pub fn of_row(row: &Row<'_>) -> AttrSet {
         let model = row.model.as_deref().filter(|m| !m.is_empty());
         let provider = match model {
@@ -69,7 +69,7 @@ impl AttrSet {
         parts.next().is_none().then_some(set)
     }
 
-    /// `(name, value)` pairs in the order of contract §2.
+    /// `(name, value)` pairs in the order of docs/counting-rules.md, "Attributes".
     pub fn pairs(&self) -> [(&'static str, &str); 3] {
         [
             ("model_ref", &self.model_ref),
@@ -134,7 +134,7 @@ impl Quantity {
         }
     }
 
-    /// The OTLP metric name of contract §3.
+    /// The OTLP metric name (README, "Metrics").
     pub fn otlp_name(self) -> &'static str {
         match self {
             Quantity::Prompt => "reasonix.prompt.tokens",
@@ -148,7 +148,7 @@ impl Quantity {
         }
     }
 
-    /// The Prometheus name of contract §3.
+    /// The Prometheus name (README, "Metrics").
     pub fn prom_name(self) -> &'static str {
         match self {
             Quantity::Prompt => "reasonix_prompt_tokens_total",

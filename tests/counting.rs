@@ -229,7 +229,7 @@ fn null_counts_as_absent() {
 }
 
 #[test]
-fn attributes_follow_the_contract_table() {
+fn attributes_follow_the_documented_table() {
     let fx = Fixture::new();
     fx.append_lines(
         "2026-08-07.jsonl",

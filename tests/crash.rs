@@ -1,5 +1,5 @@
 //! `kill -9` at random moments, repeated, then one clean run: what the receiver saw — for each
-//! run the last value, summed over runs — equals the contract's totals (contract §4).
+//! run the last value, summed over runs — equals the model's totals (docs/counting-rules.md).
 
 mod common;
 
@@ -134,7 +134,7 @@ fn kill_9_at_random_moments_then_one_clean_run_delivers_exact_totals_http() {
 /// `run` while Reasonix writes (split writes, a line every few milliseconds): `kill -9` at random
 /// moments, SIGTERM now and then, a restart each time, and — with `flaky` — the collector
 /// refusing for stretches. Once the writer stops and a last daemon has caught up, the backend's
-/// sum over runs equals the contract's totals.
+/// sum over runs equals the model's totals.
 fn daemon_killed_while_the_ledger_grows(receiver: Receiver, seed: u64, flaky: bool) {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::{Arc, Mutex};

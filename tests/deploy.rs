@@ -1,7 +1,7 @@
 //! `deploy/` checked with the real tools where this machine has them: promtool on the Prometheus
 //! configurations, the collector configurations against the components the contrib distribution
 //! really has, every Grafana panel query run against a real Prometheus that scraped a running
-//! exporter (the totals panels equal the contract's totals), `systemd-analyze verify` on the
+//! exporter (the totals panels equal the model's totals), `systemd-analyze verify` on the
 //! unit, and the launchd plist parsed.
 
 mod common;

@@ -1,4 +1,4 @@
-//! Hostile input and clumsy operation (contract §2, §5, §7): what an attacker or a hurried
+//! Hostile input and clumsy operation (docs/counting-rules.md): what an attacker or a hurried
 //! operator does to a machine running the exporter. Each test names the fault; each ends with a
 //! clear message or none needed, nothing counted twice, nothing leaked.
 

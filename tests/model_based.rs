@@ -2,7 +2,7 @@
 //! exporter — appends, split writes, torn tails completed or repaired the way Reasonix does,
 //! copies, truncations, in-place rewrites, new day files, deletions, lost checkpoints, a lost
 //! store, a moved home, restarts — run against the real ingestion (the library, in process, on
-//! a real filesystem) and against a tiny model of the contract: every distinct complete line
+//! a real filesystem) and against a tiny model of docs/counting-rules.md: every distinct complete line
 //! that was ever on disk when a poll looked is counted exactly once. Totals must agree after
 //! every step.
 //!
@@ -269,7 +269,7 @@ impl World {
                 drop(self.store.take());
                 std::fs::remove_dir_all(self.state.join("store")).unwrap();
                 self.store = Some(Store::open(&self.state, false).unwrap());
-                // The contract: what is still on disk is read again, from nothing.
+                // The rules: what is still on disk is read again, from nothing.
                 self.model = Model::default();
             }
             Step::MoveHome => {

@@ -1,5 +1,5 @@
 //! `once` against real OTLP receivers on real sockets, over gRPC and HTTP/protobuf: exactly the
-//! contract's totals are delivered, run after run, whatever happens to the ledger.
+//! model's totals are delivered, run after run, whatever happens to the ledger.
 
 mod common;
 
@@ -80,7 +80,7 @@ fn check_delivers_exact_totals(receiver: Receiver) {
     assert_eq!(fx.status()["series"], model.expected.status_json()["series"]);
 }
 
-/// Names, units, temporality and resource of contract §3.
+/// Names, units, temporality and resource (README, "Metrics").
 fn check_metric_shape(receiver: &Receiver) {
     let requests = receiver.data_requests();
     let first = &requests[0];

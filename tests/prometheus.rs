@@ -1,5 +1,5 @@
 //! A real Prometheus server (Debian's `prometheus`, installed by .ci/run) scrapes `run`'s
-//! `/metrics`: PromQL sums equal the contract's totals, and across an exporter restart no series
+//! `/metrics`: PromQL sums equal the model's totals, and across an exporter restart no series
 //! goes down (`resets()` is 0).
 
 mod common;

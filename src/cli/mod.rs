@@ -9,7 +9,7 @@ pub mod run;
 pub mod settings;
 pub mod status;
 
-/// Says that an export held points back (contract §4: no exported value ever goes down).
+/// Says that an export held points back (docs/counting-rules.md, "Never down").
 fn warn_held(held: usize) {
     if held > 0 {
         tracing::warn!(

@@ -1,4 +1,4 @@
-//! OTLP export: one durable cumulative stream per store (contract §4), or delta on request.
+//! OTLP export: one durable cumulative stream per store (docs/counting-rules.md), or delta on request.
 //!
 //! Cumulative (the default): every export carries each series' lifetime total from the store,
 //! under the one start time the stream record keeps for the store's whole life (see

@@ -1,4 +1,4 @@
-//! The OTLP request for a set of counter values: the eight metrics of contract §3, one data point
+//! The OTLP request for a set of counter values: the eight metrics of the README's "Metrics", one data point
 //! per series and quantity with a value, and the exporter's own health.
 //!
 //! With cumulative temporality every point is the store's lifetime total under the stream's one

@@ -1,4 +1,4 @@
-//! `/metrics` for Prometheus, from the store's lifetime totals (contract §6): values never go
+//! `/metrics` for Prometheus, from the store's lifetime totals (docs/counting-rules.md): values never go
 //! down across restarts, and a scrape sees only what is committed. OpenMetrics (with `_created`)
 //! when the scraper asks for it, the classic text format otherwise.
 //!

@@ -1,4 +1,4 @@
-//! The OTel resource of contract §3: `service.name=reasonix-exporter`, `service.version`,
+//! The OTel resource (README, "Metrics"): `service.name=reasonix-exporter`, `service.version`,
 //! `host.name`, the store's identity as `service.instance.id`, then `OTEL_RESOURCE_ATTRIBUTES`
 //! and `OTEL_SERVICE_NAME` on top (parsed by the SDK's own detector), as the OTLP message
 //! carries it. Nothing in it changes from one run to the next: a backend that makes series of

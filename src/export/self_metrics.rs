@@ -1,4 +1,4 @@
-//! The exporter's own health (contract §3, `reasonix_exporter.*`): lines read, duplicate and
+//! The exporter's own health (`reasonix_exporter.*`, README "Metrics"): lines read, duplicate and
 //! rejected (by reason), bytes read, label folds, export failures, files tracked, the last poll's
 //! duration and end, and the store's size. One definition serves OTLP and Prometheus.
 

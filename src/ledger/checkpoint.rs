@@ -1,4 +1,4 @@
-//! Where reading a file stopped, and when that position can be trusted (contract §5).
+//! Where reading a file stopped, and when that position can be trusted (docs/counting-rules.md, "Reading positions").
 //!
 //! A checkpoint is a read position, never an identity: losing one costs a re-read, which the
 //! seen set makes harmless. It is trusted only on pure growth of the same file: the same inode,

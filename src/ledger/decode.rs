@@ -1,4 +1,4 @@
-//! One ledger line in, one [`Decoded`] out: the allow-list decoder of contract §2.
+//! One ledger line in, one [`Decoded`] out: the allow-list decoder of docs/counting-rules.md.
 //!
 //! Only `ts, model, source, prompt, completion, reasoning, cache_hit, cache_miss, total, requests,
 //! turn` and the presence of `compaction` are looked at. Every other key is skipped by serde's

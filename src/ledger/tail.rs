@@ -18,7 +18,7 @@ use super::decode::Rejection;
 /// backfill, small enough to keep memory flat. Callers lend a buffer of this size.
 pub const CHUNK: usize = 1 << 20;
 
-/// The longest line held: a longer one is rejected as too long (contract §7).
+/// The longest line held: a longer one is rejected as too long (docs/counting-rules.md).
 pub const MAX_LINE: usize = 64 << 20;
 
 /// An unfinished line this long whose first byte cannot start a JSON value is not held any

@@ -11,7 +11,7 @@ pub struct IngestCounts {
     pub duplicate: u64,
     /// New lines that count nothing, by [`Rejection`] in the order of `Rejection::ALL`.
     pub rejected: [u64; Rejection::ALL.len()],
-    /// Increments whose attribute set was folded into `other` (contract §2).
+    /// Increments whose attribute set was folded into `other` (docs/counting-rules.md, "Attributes").
     pub folded: u64,
     /// Ledger bytes read, re-reads included.
     pub bytes: u64,

@@ -1,4 +1,4 @@
-//! Realistic Reasonix ledgers, seeded: the row mix of `ledger.md` (usage rows with and without
+//! Realistic Reasonix ledgers, seeded: the row mix of docs/ledger-format.md (usage rows with and without
 //! cost quotes, unpriced local models, request-only failures, turn markers, compaction
 //! diagnostics, legacy rows), 6/7/9-digit timestamps, several models, providers and sources.
 //! Shared by tests, benchmarks and the `gen_ledger` example.

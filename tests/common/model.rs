@@ -1,4 +1,4 @@
-//! A tiny, obviously-correct model of contract §2, written independently of the exporter (it
+//! A tiny, obviously-correct model of docs/counting-rules.md, written independently of the exporter (it
 //! parses with `serde_json::Value`), to compute the totals the exporter must arrive at.
 
 #![allow(dead_code)]
