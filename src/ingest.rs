@@ -232,7 +232,7 @@ fn count_line(
         Decoded::Row(row) => row.day,
         Decoded::Rejected(_) => None,
     };
-    if !store.mark_seen(batch, day, hash)? {
+    if !batch.mark_seen(day, hash, |key| store.partition(key))? {
         batch.counts.duplicate += 1;
         return Ok(());
     }
@@ -240,7 +240,7 @@ fn count_line(
         Decoded::Row(row) => {
             batch.counts.counted += 1;
             if let Some(delta) = Totals::of_row(&row.kind) {
-                batch.add(store, &row, &delta);
+                batch.add(store.lifetime(), &row, &delta);
             }
         }
         Decoded::Rejected(why) => batch.counts.reject(why),

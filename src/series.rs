@@ -1,6 +1,11 @@
 //! The data model shared by the store and the exporters: which series a row belongs to
 //! ([`AttrSet`]) and the eight quantities counted for it ([`Totals`]).
 
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+
+use xxhash_rust::xxh3::Xxh3Builder;
+
 use crate::ledger::decode::{Row, RowKind};
 
 /// Past this many distinct attribute sets, new ones fold into [`AttrSet::folded`], so that a bad
@@ -93,6 +98,95 @@ fn label(value: &str) -> String {
 /// The Unicode bidirectional formatting characters: embeddings, overrides, isolates and marks.
 fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// Deltas by series for a batch of rows, with the two things that make that fast and bounded:
+/// a cache from a row's raw labels to its series (one lookup a line, not three allocations),
+/// and the cardinality fold past [`MAX_SERIES`].
+#[derive(Debug, Default)]
+pub struct SeriesDeltas {
+    /// The raw `(model, source)` of each row seen → its slot in `series`.
+    labels: HashMap<Box<str>, usize, Xxh3Builder>,
+    /// Each attribute set added to → its slot in `series`.
+    slots: HashMap<AttrSet, usize>,
+    series: Vec<Slot>,
+    /// Scratch for building a raw label key.
+    key: String,
+}
+
+#[derive(Debug)]
+struct Slot {
+    attrs: AttrSet,
+    delta: Totals,
+    /// Increments here were folded by the cardinality limit.
+    folded: bool,
+}
+
+impl SeriesDeltas {
+    /// Adds `delta` to the series of `row`; `known` holds the series that exist already. A new
+    /// attribute set past [`MAX_SERIES`] goes to [`AttrSet::folded`]; returns whether it did.
+    pub fn add<V>(&mut self, known: &BTreeMap<AttrSet, V>, row: &Row<'_>, delta: &Totals) -> bool {
+        self.key.clear();
+        for label in [&row.model, &row.source] {
+            // Length-prefixed, so that no label text can mimic the boundary between the two:
+            // `-` for absent, `<byte length>:<text>` otherwise (an empty one is `0:`).
+            match label {
+                None => self.key.push('-'),
+                Some(text) => {
+                    let _ = write!(self.key, "{}:", text.len());
+                    self.key.push_str(text);
+                }
+            }
+        }
+        let slot = match self.labels.get(self.key.as_str()) {
+            Some(slot) => *slot,
+            None => {
+                let slot = self.slot_for(known, AttrSet::of_row(row));
+                self.labels.insert(self.key.as_str().into(), slot);
+                slot
+            }
+        };
+        let slot = &mut self.series[slot];
+        slot.delta.add(delta);
+        slot.folded
+    }
+
+    fn slot_for<V>(&mut self, known: &BTreeMap<AttrSet, V>, attrs: AttrSet) -> usize {
+        let exists = known.contains_key(&attrs) || self.slots.contains_key(&attrs);
+        let new_series = self.slots.keys().filter(|a| !known.contains_key(*a)).count();
+        let (attrs, folded) = if exists || known.len() + new_series < MAX_SERIES {
+            (attrs, false)
+        } else {
+            (AttrSet::folded(), true)
+        };
+        // `(other, other, other)` never comes from a row (a model_ref of `other` has provider
+        // `default`), so a slot's set tells whether it is the fold.
+        if let Some(slot) = self.slots.get(&attrs) {
+            return *slot;
+        }
+        self.series.push(Slot {
+            attrs: attrs.clone(),
+            delta: Totals::default(),
+            folded,
+        });
+        self.slots.insert(attrs, self.series.len() - 1);
+        self.series.len() - 1
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.series.is_empty()
+    }
+
+    /// The deltas by attribute set (slots of the same set added together), zeros left out.
+    pub fn by_series(&self) -> BTreeMap<AttrSet, Totals> {
+        let mut out: BTreeMap<AttrSet, Totals> = BTreeMap::new();
+        for slot in &self.series {
+            if !slot.delta.is_zero() {
+                out.entry(slot.attrs.clone()).or_default().add(&slot.delta);
+            }
+        }
+        out
+    }
 }
 
 /// One of the eight counted quantities, with its names in every output.

@@ -86,7 +86,7 @@ fn ledger(fx: &Fixture, model: &mut Model, generator: &mut Generator, lines: usi
 
 #[test]
 fn full_disk_under_the_state_dir_is_a_clear_error_and_nothing_is_lost_or_doubled() {
-    // sled once hung on a full disk, all its threads parked (with 64 KiB segments; BENCHMARKS.md, "A store that writes less at each start").
+    // sled once hung on a full disk, all its threads parked (with 64 KiB segments; BENCHMARKS.md, "Tried and not kept").
     const LIMIT: Duration = Duration::from_secs(60);
     let fx = Fixture::new();
     let Some(disk) = Mount::tmpfs(&fx.state, "6m") else {

@@ -58,13 +58,8 @@ impl PartitionKey {
     }
 }
 
-/// Whether `key` is a format-1 partition key: `s/<day>` or `s/-`, a whole day in one value.
-pub fn is_legacy_key(key: &[u8]) -> bool {
-    key.starts_with(b"s/") && (key.len() == 12 || key == b"s/-")
-}
-
-/// A day's key (format 1's whole key) with a bucket appended: `<day key>/<hex digit>`.
-pub fn bucket_key(day_key: &[u8], bucket: u8) -> Vec<u8> {
+/// A day's key with a bucket appended: `<day key>/<hex digit>`.
+fn bucket_key(day_key: &[u8], bucket: u8) -> Vec<u8> {
     let mut out = day_key.to_vec();
     out.push(b'/');
     out.push(b"0123456789abcdef"[bucket as usize]);
@@ -73,26 +68,6 @@ pub fn bucket_key(day_key: &[u8], bucket: u8) -> Vec<u8> {
 
 fn bucket_of(hash: u128) -> u8 {
     (hash >> 126) as u8
-}
-
-/// Splits a format-1 partition (a whole day) into its buckets, each still sorted.
-pub fn split_legacy_partition(bytes: &[u8]) -> Option<Vec<(u8, Vec<u8>)>> {
-    if !bytes.len().is_multiple_of(HASH_LEN) {
-        return None;
-    }
-    let mut buckets: Vec<Vec<u8>> = vec![Vec::new(); BUCKETS as usize];
-    for chunk in bytes.chunks_exact(HASH_LEN) {
-        let hash = u128::from_be_bytes(chunk.try_into().ok()?);
-        buckets[bucket_of(hash) as usize].extend_from_slice(chunk);
-    }
-    Some(
-        buckets
-            .into_iter()
-            .enumerate()
-            .filter(|(_, b)| !b.is_empty())
-            .map(|(i, b)| (i as u8, b))
-            .collect(),
-    )
 }
 
 /// Hashes a [`LineHash`] by taking its low 64 bits: it is already a uniform hash, and SipHash
@@ -188,20 +163,11 @@ mod tests {
     }
 
     #[test]
-    fn store_keys_and_legacy_split() {
+    fn store_keys() {
         let day = crate::ledger::timestamp::day_of_rfc3339("2026-08-07T00:00:00Z");
         let key = PartitionKey::of(day, LineHash(0b10 << 126 | 5));
         assert_eq!(key.store_key(), b"s/2026-08-07/2".to_vec());
         assert_eq!(PartitionKey::of(None, LineHash(1)).store_key(), b"s/-/0".to_vec());
-        let mut legacy = Vec::new();
-        for h in [1u128, 2, 0b11 << 126] {
-            legacy.extend_from_slice(&h.to_be_bytes());
-        }
-        let split = split_legacy_partition(&legacy).unwrap();
-        assert_eq!(split.len(), 2);
-        assert_eq!(split[0].0, 0);
-        assert_eq!(Partition::decode(&split[0].1).unwrap().stored, [1, 2]);
-        assert_eq!(split[1].0, 3);
     }
 
     #[test]

@@ -1,0 +1,65 @@
+//! Work read from the ledger and not yet committed: new hashes, total deltas, checkpoints and
+//! line counts, which [`Store::commit`](super::Store::commit) writes in one atomic batch.
+
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::OsString;
+
+use xxhash_rust::xxh3::Xxh3Builder;
+
+use super::StoreError;
+use super::counts::IngestCounts;
+use super::seen::{LineHash, Partition, PartitionKey};
+use crate::ledger::checkpoint::Checkpoint;
+use crate::ledger::decode::Row;
+use crate::ledger::timestamp::Day;
+use crate::series::{AttrSet, SeriesDeltas, Totals};
+
+#[derive(Debug, Default)]
+pub struct Batch {
+    pub(super) partitions: HashMap<PartitionKey, Partition, Xxh3Builder>,
+    pub(super) series: SeriesDeltas,
+    pub(super) checkpoints: HashMap<OsString, Checkpoint>,
+    pub counts: IngestCounts,
+}
+
+impl Batch {
+    /// Seen-set partitions this batch holds (each one a sled value rewritten at commit).
+    pub fn partitions(&self) -> usize {
+        self.partitions.len()
+    }
+
+    /// Records `hash` as seen; `false` when it was seen before, in this batch or in the store.
+    /// A partition not yet in the batch is read once through `load`.
+    pub fn mark_seen(
+        &mut self,
+        day: Option<Day>,
+        hash: LineHash,
+        load: impl FnOnce(&PartitionKey) -> Result<Partition, StoreError>,
+    ) -> Result<bool, StoreError> {
+        let key = PartitionKey::of(day, hash);
+        let partition = match self.partitions.entry(key) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => {
+                let partition = load(&key)?;
+                e.insert(partition)
+            }
+        };
+        Ok(partition.insert(hash))
+    }
+
+    /// Adds `delta` to the series of `row`; `known` holds the store's series (for the fold).
+    pub fn add(&mut self, known: &BTreeMap<AttrSet, Totals>, row: &Row<'_>, delta: &Totals) {
+        if self.series.add(known, row, delta) {
+            self.counts.folded += 1;
+        }
+    }
+
+    pub fn set_checkpoint(&mut self, file: OsString, checkpoint: Checkpoint) {
+        self.checkpoints.insert(file, checkpoint);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.series.is_empty() && self.checkpoints.is_empty() && self.counts == IngestCounts::default()
+    }
+}

@@ -1,0 +1,175 @@
+//! What the collector has: the delta export in flight ([`PendingExport`]), what is delivered per
+//! series, and the cumulative stream's record.
+
+use std::collections::BTreeMap;
+
+use super::engine::{self, KEY_EXPORTS, KEY_PENDING, PREFIX_DELIVERED, series_key};
+use super::export_record::{self, ExportRecord};
+use super::stream::{self, StreamRecord};
+use super::{Store, StoreError};
+use crate::series::{AttrSet, Totals};
+
+/// A delta export that was sent, or is about to be, and not yet confirmed. Kept durably so that
+/// a run that dies before the collector's answer leaves it for the next run to settle: its
+/// outcome is unknown, so it counts as delivered (delta may under-count, never over-count).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingExport {
+    /// `delivered` per series once the collector has it.
+    pub delivered_after: BTreeMap<AttrSet, Totals>,
+}
+
+impl PendingExport {
+    /// Per series: the series key's length (u32), the key, the [`Totals`].
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.delivered_after.len() * 96);
+        for (attrs, totals) in &self.delivered_after {
+            let key = attrs.encode();
+            out.extend_from_slice(&(key.len() as u32).to_le_bytes());
+            out.extend_from_slice(&key);
+            out.extend_from_slice(&totals.encode());
+        }
+        out
+    }
+
+    pub fn decode(mut bytes: &[u8]) -> Option<PendingExport> {
+        let mut take = |n: usize| -> Option<&[u8]> {
+            let (head, tail) = bytes.split_at_checked(n)?;
+            bytes = tail;
+            Some(head)
+        };
+        let mut delivered_after = BTreeMap::new();
+        while let Some(len) = take(4) {
+            let key_len = u32::from_le_bytes(len.try_into().ok()?) as usize;
+            let attrs = AttrSet::decode(take(key_len)?)?;
+            let totals = Totals::decode(take(Totals::ENCODED_LEN)?)?;
+            delivered_after.insert(attrs, totals);
+        }
+        // Whatever is left is shorter than a length: a cut record.
+        take(1).is_none().then_some(PendingExport { delivered_after })
+    }
+}
+
+impl Store {
+    /// The export sent but not yet confirmed, if any.
+    pub fn pending_export(&self) -> Option<&PendingExport> {
+        self.pending.as_ref()
+    }
+
+    /// Durably records a delta export's `pending` before it is sent (replacing an older one).
+    ///
+    /// This write must survive a power cut as well as a `kill -9`: were it lost after the
+    /// collector took the export, the next run would send the same increments again. Everything
+    /// else is safe to lose to a power cut (a lost commit is read again, a lost `finish_export`
+    /// leaves the record's export pending), so only the export record beside the store pays for
+    /// an `fsync` (see `export_record`); sled's copy is for the run itself and for `kill -9`.
+    pub fn begin_export(&mut self, pending: PendingExport) -> Result<(), StoreError> {
+        let exports = self.exports + 1;
+        let mut write = sled::Batch::default();
+        write.insert(KEY_PENDING, pending.encode());
+        write.insert(KEY_EXPORTS, &exports.to_le_bytes());
+        self.apply(write)?;
+        let record = ExportRecord {
+            created_ns: self.created_ns(),
+            number: exports,
+            pending,
+        };
+        export_record::write(&self.record, &record).map_err(|e| StoreError::io(&self.record, e))?;
+        self.start_writeback_unless_deferred();
+        self.exports = exports;
+        self.pending = Some(record.pending);
+        Ok(())
+    }
+
+    /// The record is on disk: what sled left dirty (its rewrite at open) can go now, during the
+    /// send, instead of queueing in front of the record's `fsync`. A `once` starts it at its
+    /// close instead, so that the one flush after its send does not queue behind it.
+    fn start_writeback_unless_deferred(&self) {
+        if !self.defer_commit_flush {
+            engine::start_writeback(&self.path.join(engine::SLED_LOG));
+        }
+    }
+
+    /// The cumulative stream as last exported.
+    pub fn stream(&self) -> &StreamRecord {
+        &self.stream
+    }
+
+    /// Durably records `stream` before the export it describes is sent (see `stream`).
+    pub fn record_stream(&mut self, stream: StreamRecord) -> Result<(), StoreError> {
+        stream::write(&self.stream_path, &stream)?;
+        self.start_writeback_unless_deferred();
+        self.stream = stream;
+        Ok(())
+    }
+
+    /// The collector confirmed a cumulative export of `lifetime`: that much is delivered, should
+    /// the store ever export delta. Needs no flush of its own: lost, it is written again by the
+    /// next export.
+    pub fn confirm_delivered(&mut self, lifetime: &BTreeMap<AttrSet, Totals>) -> Result<(), StoreError> {
+        let mut write = sled::Batch::default();
+        let mut changed = Vec::new();
+        for (attrs, totals) in lifetime {
+            if self.delivered.get(attrs) != Some(totals) {
+                write.insert(series_key(PREFIX_DELIVERED, attrs), &totals.encode()[..]);
+                changed.push((attrs.clone(), *totals));
+            }
+        }
+        if changed.is_empty() {
+            return Ok(());
+        }
+        self.apply_without_flush(write)?;
+        self.delivered.extend(changed);
+        Ok(())
+    }
+
+    /// The collector has the pending export: its totals are delivered, in one atomic write.
+    pub fn finish_export(&mut self) -> Result<(), StoreError> {
+        let Some(pending) = self.pending.take() else {
+            return Ok(());
+        };
+        self.settle_export(pending)
+    }
+
+    /// Settles the pending export of which only the series in `taken` (with their values) were
+    /// delivered: the collector refused the rest, which the next export carries again.
+    pub fn finish_export_of(&mut self, taken: &BTreeMap<AttrSet, Totals>) -> Result<(), StoreError> {
+        let Some(pending) = self.pending.take() else {
+            return Ok(());
+        };
+        let delivered_after: BTreeMap<AttrSet, Totals> = pending
+            .delivered_after
+            .into_iter()
+            .filter(|(attrs, totals)| taken.get(attrs) == Some(totals))
+            .collect();
+        if delivered_after.is_empty() {
+            return self.abandon_export();
+        }
+        self.settle_export(PendingExport { delivered_after })
+    }
+
+    fn settle_export(&mut self, pending: PendingExport) -> Result<(), StoreError> {
+        let mut write = sled::Batch::default();
+        for (attrs, totals) in &pending.delivered_after {
+            write.insert(series_key(PREFIX_DELIVERED, attrs), &totals.encode()[..]);
+        }
+        write.remove(KEY_PENDING);
+        // A count taken from the export record moves into sled here.
+        write.insert(KEY_EXPORTS, &self.exports.to_le_bytes());
+        if let Err(e) = self.apply_unless_deferred(write) {
+            self.pending = Some(pending);
+            return Err(e);
+        }
+        self.delivered.extend(pending.delivered_after);
+        Ok(())
+    }
+
+    /// The pending export certainly did not reach the collector: forget it.
+    pub fn abandon_export(&mut self) -> Result<(), StoreError> {
+        let mut write = sled::Batch::default();
+        write.remove(KEY_PENDING);
+        // Flushed at once even in a `once`: lost, a delta export would count as delivered.
+        self.apply(write)?;
+        self.pending = None;
+        Ok(())
+    }
+}

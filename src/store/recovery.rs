@@ -1,0 +1,230 @@
+//! Opening a store that is there: a new one is initialised, a damaged or foreign one refused,
+//! and one that lost writes its export record has (a power cut, an older copy put back) takes
+//! the recorded export as pending again.
+//!
+//! sled opens a store whose log it cannot read as *empty*. The marker beside it
+//! (`store.created`, the store's creation time in nanoseconds and a newline) tells "never
+//! created" from "lost its contents": an empty store where the marker says one was created is
+//! refused, never silently started from zero.
+
+use std::path::Path;
+use std::time::SystemTime;
+
+use super::counts::IngestCounts;
+use super::engine::{
+    self, KEY_COUNTS, KEY_CREATED, KEY_EXPORTS, KEY_PENDING, KEY_VERSION, PREFIX_CHECKPOINT,
+    PREFIX_DELIVERED, PREFIX_TOTALS, os_string_from_bytes, sled_error,
+};
+use super::export_record::{self, ExportRecord};
+use super::{FORMAT_VERSION, PendingExport, Store, StoreError};
+use crate::ledger::checkpoint::Checkpoint;
+use crate::series::{AttrSet, Totals};
+
+impl Store {
+    /// Loads the store's state; a new store is initialised. `existed` says whether the store's
+    /// folder was there before sled opened it.
+    pub(super) fn load(&mut self, marker: &Path, existed: bool) -> Result<(), StoreError> {
+        let recorded = read_marker(marker, existed, &self.path)?;
+        match self.get(KEY_VERSION)? {
+            None if self.db.is_empty() => return self.initialise(marker, recorded),
+            None => return Err(self.corrupt("format version")),
+            Some(v) => self.check_version(&v)?,
+        }
+        let created_ns = self
+            .read_u64(KEY_CREATED, "creation time")?
+            .ok_or_else(|| self.corrupt("creation time"))?;
+        self.created = SystemTime::UNIX_EPOCH + std::time::Duration::from_nanos(created_ns);
+        self.exports = self.read_u64(KEY_EXPORTS, "export count")?.unwrap_or(0);
+        match recorded {
+            Some(recorded) if recorded != created_ns => {
+                return Err(StoreError::Corrupt {
+                    path: self.path.clone(),
+                    detail: format!("it is not the store {} says was created here", marker.display()),
+                });
+            }
+            // A crash right after the store was made, before its marker.
+            None => write_marker(marker, created_ns)?,
+            Some(_) => {}
+        }
+        if let Some(bytes) = self.get(KEY_COUNTS)? {
+            self.counts = IngestCounts::decode(&bytes).ok_or_else(|| self.corrupt("ingestion counts"))?;
+        }
+        if let Some(bytes) = self.get(KEY_PENDING)? {
+            self.pending = Some(PendingExport::decode(&bytes).ok_or_else(|| self.corrupt("pending export"))?);
+        }
+        let record = export_record::read(&self.record, &self.path)?;
+        self.catch_up_with(record, created_ns)?;
+        self.load_series()?;
+        self.load_checkpoints()
+    }
+
+    /// A new store: its version and creation time, synced once, then its marker.
+    fn initialise(&mut self, marker: &Path, recorded: Option<u64>) -> Result<(), StoreError> {
+        if recorded.is_some() {
+            return Err(StoreError::Corrupt {
+                path: self.path.clone(),
+                detail: format!(
+                    "it opens empty, but {} says a store was created here",
+                    marker.display()
+                ),
+            });
+        }
+        let created_ns = self.created_ns();
+        let mut init = sled::Batch::default();
+        init.insert(KEY_VERSION, &FORMAT_VERSION.to_le_bytes());
+        init.insert(KEY_CREATED, &created_ns.to_le_bytes());
+        self.apply(init)?;
+        // Once per store: sled's `flush` leaves the new log's length and folder entries to the
+        // kernel, and a marker that outlived its store would refuse the next run.
+        for path in [self.path.join(engine::SLED_LOG), self.path.clone()] {
+            sync_file(&path)?;
+        }
+        // An export record left by a store that was deleted is not this one's.
+        remove_if_present(&self.record)?;
+        write_marker(marker, created_ns)
+    }
+
+    fn check_version(&self, value: &[u8]) -> Result<(), StoreError> {
+        let found = u32::from_le_bytes(value.try_into().map_err(|_| self.corrupt("format version"))?);
+        if found > FORMAT_VERSION {
+            return Err(StoreError::NewerFormat {
+                path: self.path.clone(),
+                found,
+            });
+        }
+        if found < FORMAT_VERSION {
+            return Err(StoreError::Corrupt {
+                path: self.path.clone(),
+                detail: format!("format {found}, from a development build; this one reads {FORMAT_VERSION}"),
+            });
+        }
+        Ok(())
+    }
+
+    /// The export record beside the store knows of a delta export sled lost (a power cut; or an
+    /// older copy of the store put back): it may have reached the collector, so it is pending
+    /// again, and the lines sled lost are read again from the ledger.
+    fn catch_up_with(&mut self, record: Option<ExportRecord>, created_ns: u64) -> Result<(), StoreError> {
+        let Some(record) = record else { return Ok(()) };
+        if record.created_ns != created_ns {
+            return Err(StoreError::Corrupt {
+                path: self.path.clone(),
+                detail: format!("{} belongs to another store", self.record.display()),
+            });
+        }
+        if record.number > self.exports {
+            tracing::warn!(
+                "store at {} is behind its export record (export {} recorded, {} in the store): the export is settled again and lines since are read again",
+                self.path.display(),
+                record.number,
+                self.exports
+            );
+            self.exports = record.number;
+            self.pending = Some(record.pending);
+        }
+        Ok(())
+    }
+
+    fn load_series(&mut self) -> Result<(), StoreError> {
+        for (prefix, into_delivered) in [(PREFIX_TOTALS, false), (PREFIX_DELIVERED, true)] {
+            for entry in self.db.scan_prefix(prefix) {
+                let (key, value) = entry.map_err(|e| sled_error(&self.path, e))?;
+                let attrs =
+                    AttrSet::decode(&key[prefix.len()..]).ok_or_else(|| self.corrupt("series key"))?;
+                let totals = Totals::decode(&value).ok_or_else(|| self.corrupt("totals"))?;
+                let map = if into_delivered {
+                    &mut self.delivered
+                } else {
+                    &mut self.lifetime
+                };
+                map.insert(attrs, totals);
+            }
+        }
+        Ok(())
+    }
+
+    fn load_checkpoints(&mut self) -> Result<(), StoreError> {
+        for entry in self.db.scan_prefix(PREFIX_CHECKPOINT) {
+            let (key, value) = entry.map_err(|e| sled_error(&self.path, e))?;
+            let name = os_string_from_bytes(&key[PREFIX_CHECKPOINT.len()..]);
+            let checkpoint = Checkpoint::decode(&value).ok_or_else(|| self.corrupt("checkpoint"))?;
+            self.checkpoints.insert(name, checkpoint);
+        }
+        Ok(())
+    }
+
+    fn read_u64(&self, key: &[u8], what: &str) -> Result<Option<u64>, StoreError> {
+        match self.get(key)? {
+            None => Ok(None),
+            Some(bytes) => Ok(Some(u64::from_le_bytes(
+                bytes.as_ref().try_into().map_err(|_| self.corrupt(what))?,
+            ))),
+        }
+    }
+
+    fn corrupt(&self, what: &str) -> StoreError {
+        StoreError::Corrupt {
+            path: self.path.clone(),
+            detail: format!("unreadable {what}"),
+        }
+    }
+}
+
+/// The creation time the marker records, if there is a marker and a store folder it speaks of.
+/// Read as bytes: a marker damaged into invalid UTF-8 is a damaged marker, not an I/O error.
+fn read_marker(marker: &Path, existed: bool, store: &Path) -> Result<Option<u64>, StoreError> {
+    match std::fs::read(marker) {
+        Ok(_) if !existed => Ok(None),
+        Ok(bytes) => parse_marker(&bytes).map(Some).ok_or_else(|| StoreError::Corrupt {
+            path: store.to_path_buf(),
+            detail: format!("unreadable marker {}", marker.display()),
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(StoreError::io(marker, e)),
+    }
+}
+
+/// `<created_ns>\n`, nothing else.
+fn parse_marker(bytes: &[u8]) -> Option<u64> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    text.strip_suffix('\n')?.parse().ok()
+}
+
+/// Replaces the marker atomically (written, synced, renamed over the old one).
+fn write_marker(marker: &Path, created_ns: u64) -> Result<(), StoreError> {
+    super::durable::replace(marker, format!("{created_ns}\n").as_bytes())
+        .map_err(|e| StoreError::io(marker, e))
+}
+
+/// Deletes the file or folder at `path`, if there is one.
+pub(super) fn remove_if_present(path: &Path) -> Result<(), StoreError> {
+    let removed = if path.is_dir() {
+        std::fs::remove_dir_all(path)
+    } else {
+        std::fs::remove_file(path)
+    };
+    match removed {
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(StoreError::io(path, error)),
+        _ => Ok(()),
+    }
+}
+
+/// `fsync`s the file or folder at `path`.
+fn sync_file(path: &Path) -> Result<(), StoreError> {
+    std::fs::File::open(path)
+        .and_then(|f| f.sync_all())
+        .map_err(|e| StoreError::io(path, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_marker_is_a_creation_time_and_a_newline() {
+        assert_eq!(parse_marker(b"1764500000123456789\n"), Some(1764500000123456789));
+        for bad in [&b""[..], b"x\n", b"17", b"17 42\n", b"17\n\n", b"\xff\n"] {
+            assert_eq!(parse_marker(bad), None, "{bad:?}");
+        }
+    }
+}
