@@ -177,8 +177,8 @@ impl Checkpoint {
                 hash: f[6],
             },
         };
-        // A checkpoint whose fingerprint covers less than its offset (as older ones did) is read
-        // fine and trusted never: its file is read again from the start, once.
+        // A checkpoint whose fingerprint covers less than its offset is read and never trusted
+        // (see `verify`): its file is read again from the start, once.
         (cp.offset <= cp.stat.size && cp.prefix.len <= cp.offset).then_some(cp)
     }
 }

@@ -32,7 +32,7 @@ pub struct ExportRecord {
 }
 
 impl ExportRecord {
-    fn encode(&self) -> Vec<u8> {
+    pub(super) fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(HEADER_LEN + 256);
         out.extend_from_slice(MAGIC);
         out.push(VERSION);
@@ -44,7 +44,7 @@ impl ExportRecord {
         out
     }
 
-    fn decode(bytes: &[u8]) -> Option<ExportRecord> {
+    pub(super) fn decode(bytes: &[u8]) -> Option<ExportRecord> {
         let (body, checksum) = bytes.split_at_checked(bytes.len().checked_sub(8)?)?;
         if xxh3_64(body).to_le_bytes() != checksum || body.len() < HEADER_LEN {
             return None;

@@ -16,6 +16,8 @@ pub mod counts;
 mod durable;
 mod engine;
 mod export_record;
+#[cfg(test)]
+mod formats;
 pub mod lock;
 mod pending;
 mod recovery;

@@ -185,7 +185,7 @@ fn read_marker(marker: &Path, existed: bool, store: &Path) -> Result<Option<u64>
 }
 
 /// `<created_ns>\n`, nothing else.
-fn parse_marker(bytes: &[u8]) -> Option<u64> {
+pub(super) fn parse_marker(bytes: &[u8]) -> Option<u64> {
     let text = std::str::from_utf8(bytes).ok()?;
     text.strip_suffix('\n')?.parse().ok()
 }

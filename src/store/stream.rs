@@ -60,7 +60,7 @@ impl StreamRecord {
         }
     }
 
-    fn encode(&self) -> Vec<u8> {
+    pub(super) fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(64 + self.series.len() * 120 + self.own.len() * 48);
         out.extend_from_slice(MAGIC);
         out.push(VERSION);
@@ -84,7 +84,7 @@ impl StreamRecord {
         out
     }
 
-    fn decode(bytes: &[u8]) -> Option<StreamRecord> {
+    pub(super) fn decode(bytes: &[u8]) -> Option<StreamRecord> {
         let (body, checksum) = bytes.split_at_checked(bytes.len().checked_sub(8)?)?;
         if xxh3_64(body).to_le_bytes() != checksum {
             return None;
