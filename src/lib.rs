@@ -5,8 +5,11 @@
 
 pub mod cli;
 pub mod export;
+pub mod files;
 pub mod ingest;
 pub mod ledger;
+pub mod paths;
 pub mod sandbox;
 pub mod series;
+pub mod snapshot;
 pub mod store;

@@ -8,8 +8,8 @@ use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequ
 use prost::Message;
 use serde::Deserialize;
 
-use super::export_health::ExportHealth;
 use super::settings::Settings;
+use crate::export::health::ExportHealth;
 use crate::export::transport::Transport;
 use crate::ledger::decode::{Decoded, decode};
 use crate::ledger::discover::ledger_files;

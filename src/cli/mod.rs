@@ -2,7 +2,6 @@
 
 pub mod args;
 pub mod doctor;
-pub mod export_health;
 pub mod generate;
 pub mod once;
 pub mod run;

@@ -14,9 +14,8 @@ use anyhow::Context;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 
-use super::export_health::ExportHealth;
 use super::settings::Settings;
-use super::status::{self, StatusJson};
+use crate::export::health::ExportHealth;
 use crate::export::otlp::{ExportError, OtlpExporter, Outgoing, Sent};
 use crate::export::prometheus::{self, Snapshot};
 use crate::export::self_metrics::SelfStats;
@@ -25,6 +24,7 @@ use crate::ingest::{self, IngestError, PollReport};
 use crate::ledger::watch::{self as ledger_watch, Watcher};
 use crate::sandbox;
 use crate::series::{AttrSet, Totals};
+use crate::snapshot::{self, StatusJson};
 use crate::store::counts::IngestCounts;
 use crate::store::stream::StreamRecord;
 use crate::store::{Store, StoreError};
@@ -353,7 +353,7 @@ impl Daemon {
         let counts = *store.counts();
         if self.snapshot_counts != Some(counts) {
             let doc = StatusJson::of(store.lifetime(), &counts);
-            match status::write_snapshot(&self.settings.state_dir.value, &doc) {
+            match snapshot::write(&self.settings.state_dir.value, &doc) {
                 Ok(()) => self.snapshot_counts = Some(counts),
                 Err(e) => tracing::warn!("cannot write the status snapshot in the state dir: {e}"),
             }

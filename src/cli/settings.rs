@@ -12,7 +12,7 @@ use super::args::Options;
 use crate::export::payload::Temporality;
 use crate::export::tls::TlsFiles;
 use crate::export::transport::{Headers, OtlpProtocol, OtlpTarget};
-use crate::ledger::discover::{Origin, clean_path, home_dir, reasonix_stats_dir};
+use crate::paths::{Origin, clean_path, home_dir, reasonix_stats_dir};
 
 /// A resolved value and where it came from.
 #[derive(Debug, Clone, PartialEq)]

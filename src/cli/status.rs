@@ -1,51 +1,11 @@
 //! `status`: lifetime totals from the store, per attribute set, and ingestion counts. No network.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-
 use anyhow::Context;
-use serde::{Deserialize, Serialize};
 
 use super::settings::Settings;
-use crate::series::{AttrSet, Quantity, Totals};
-use crate::store::counts::IngestCounts;
+use crate::series::Quantity;
+use crate::snapshot::{self, StatusJson};
 use crate::store::{Store, StoreError};
-
-/// The `status --json` document.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct StatusJson {
-    pub series: Vec<SeriesJson>,
-    pub lines: LinesJson,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-pub struct SeriesJson {
-    pub model_ref: String,
-    pub provider: String,
-    pub source: String,
-    pub prompt: u64,
-    pub completion: u64,
-    pub reasoning: u64,
-    pub cache_hit: u64,
-    pub cache_miss: u64,
-    pub total: u64,
-    pub requests: u64,
-    pub turns: u64,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-pub struct LinesJson {
-    pub read: u64,
-    pub counted: u64,
-    pub duplicate: u64,
-    pub rejected: u64,
-}
-
-/// Where a running daemon leaves its latest committed totals for `status`, since the store
-/// itself is locked while it runs.
-pub fn snapshot_path(state_dir: &Path) -> PathBuf {
-    state_dir.join("status.json")
-}
 
 /// The top-level entry point for `reasonix-exporter status`.
 pub fn status(settings: &Settings, json: bool) -> anyhow::Result<()> {
@@ -53,7 +13,7 @@ pub fn status(settings: &Settings, json: bool) -> anyhow::Result<()> {
     let doc = match Store::open_briefly(state_dir) {
         Ok(store) => StatusJson::of(store.lifetime(), store.counts()),
         Err(StoreError::Locked { owner, .. }) => {
-            let path = snapshot_path(state_dir);
+            let path = snapshot::path_in(state_dir);
             let text = std::fs::read_to_string(&path).with_context(|| {
                 format!(
                     "the store is in use by a running exporter and its snapshot {} cannot be read",
@@ -81,68 +41,6 @@ pub fn status(settings: &Settings, json: bool) -> anyhow::Result<()> {
     };
     println!("{text}");
     Ok(())
-}
-
-/// Writes the snapshot `status` reads while the daemon holds the store: a temporary file renamed
-/// over the old one, so a reader never sees half of it.
-pub fn write_snapshot(state_dir: &Path, doc: &StatusJson) -> std::io::Result<()> {
-    write_json(&snapshot_path(state_dir), doc)
-}
-
-/// Writes `value` as JSON to a temporary file renamed over `path`. Not fsynced: these files are
-/// views of the store for other commands, rewritten on the next change.
-pub fn write_json(path: &Path, value: &impl Serialize) -> std::io::Result<()> {
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(
-        &tmp,
-        serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?,
-    )?;
-    std::fs::rename(tmp, path)
-}
-
-impl StatusJson {
-    pub fn of(lifetime: &BTreeMap<AttrSet, Totals>, counts: &IngestCounts) -> StatusJson {
-        let series = lifetime
-            .iter()
-            .map(|(a, t)| SeriesJson {
-                model_ref: a.model_ref.clone(),
-                provider: a.provider.clone(),
-                source: a.source.clone(),
-                prompt: t.get(Quantity::Prompt),
-                completion: t.get(Quantity::Completion),
-                reasoning: t.get(Quantity::Reasoning),
-                cache_hit: t.get(Quantity::CacheHit),
-                cache_miss: t.get(Quantity::CacheMiss),
-                total: t.get(Quantity::Total),
-                requests: t.get(Quantity::Requests),
-                turns: t.get(Quantity::Turns),
-            })
-            .collect();
-        StatusJson {
-            series,
-            lines: LinesJson {
-                read: counts.read(),
-                counted: counts.counted,
-                duplicate: counts.duplicate,
-                rejected: counts.rejected_total(),
-            },
-        }
-    }
-}
-
-impl SeriesJson {
-    fn values(&self) -> [u64; 8] {
-        [
-            self.prompt,
-            self.completion,
-            self.reasoning,
-            self.cache_hit,
-            self.cache_miss,
-            self.total,
-            self.requests,
-            self.turns,
-        ]
-    }
 }
 
 fn render_table(doc: &StatusJson) -> String {

@@ -85,9 +85,9 @@ pub fn read(path: &Path, store: &Path) -> Result<Option<ExportRecord>, StoreErro
     }
 }
 
-/// Replaces the record at `path` for good (see [`super::durable::replace`]).
+/// Replaces the record at `path` so that it survives a power cut.
 pub fn write(path: &Path, record: &ExportRecord) -> std::io::Result<()> {
-    super::durable::replace(path, &record.encode())
+    crate::files::replace(path, &record.encode(), crate::files::Durability::PowerCut)
 }
 
 #[cfg(test)]
@@ -123,7 +123,7 @@ mod tests {
 
     #[test]
     fn any_damaged_byte_makes_the_record_unreadable() {
-        super::super::durable::assert_every_damage_is_refused(&record().encode(), |bytes| {
+        super::super::damage::assert_every_damage_is_refused(&record().encode(), |bytes| {
             ExportRecord::decode(bytes).is_some()
         });
     }

@@ -13,7 +13,8 @@
 
 mod batch;
 pub mod counts;
-mod durable;
+#[cfg(test)]
+mod damage;
 mod engine;
 mod export_record;
 #[cfg(test)]

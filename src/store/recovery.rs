@@ -17,6 +17,7 @@ use super::engine::{
 };
 use super::export_record::{self, ExportRecord};
 use super::{FORMAT_VERSION, PendingExport, Store, StoreError};
+use crate::files::Durability;
 use crate::ledger::checkpoint::Checkpoint;
 use crate::series::{AttrSet, Totals};
 
@@ -192,7 +193,7 @@ pub(super) fn parse_marker(bytes: &[u8]) -> Option<u64> {
 
 /// Replaces the marker atomically (written, synced, renamed over the old one).
 fn write_marker(marker: &Path, created_ns: u64) -> Result<(), StoreError> {
-    super::durable::replace(marker, format!("{created_ns}\n").as_bytes())
+    crate::files::replace(marker, format!("{created_ns}\n").as_bytes(), Durability::PowerCut)
         .map_err(|e| StoreError::io(marker, e))
 }
 

@@ -21,7 +21,6 @@ use std::path::{Path, PathBuf};
 use xxhash_rust::xxh3::xxh3_64;
 
 use super::StoreError;
-use super::durable;
 use crate::series::{AttrSet, Totals};
 
 const FILE: &str = "stream";
@@ -157,11 +156,13 @@ pub fn read(path: &Path) -> Result<Option<StreamRecord>, StoreError> {
     }
 }
 
-/// Replaces the record at `path` for good (see [`durable::replace`]).
+/// Replaces the record at `path` so that it survives a power cut.
 pub fn write(path: &Path, record: &StreamRecord) -> Result<(), StoreError> {
-    durable::replace(path, &record.encode()).map_err(|error| StoreError::Io {
-        path: path.to_path_buf(),
-        error,
+    crate::files::replace(path, &record.encode(), crate::files::Durability::PowerCut).map_err(|error| {
+        StoreError::Io {
+            path: path.to_path_buf(),
+            error,
+        }
     })
 }
 
@@ -194,7 +195,7 @@ mod tests {
 
     #[test]
     fn any_damaged_byte_makes_the_record_unreadable() {
-        super::super::durable::assert_every_damage_is_refused(&record().encode(), |bytes| {
+        super::super::damage::assert_every_damage_is_refused(&record().encode(), |bytes| {
             StreamRecord::decode(bytes).is_some()
         });
     }

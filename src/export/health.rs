@@ -96,7 +96,7 @@ impl ExportHealth {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
                 _ => {}
             },
-            Some(_) => super::status::write_json(&path, self)?,
+            Some(_) => crate::files::replace_json(&path, self, crate::files::Durability::ProcessCrash)?,
         }
         self.unsaved = false;
         Ok(())

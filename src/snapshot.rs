@@ -1,0 +1,98 @@
+//! The `status --json` document, and the copy of it a running daemon keeps in the state dir
+//! for `status`, which cannot open the store while the daemon holds it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::files::{self, Durability};
+use crate::series::{AttrSet, Quantity, Totals};
+use crate::store::counts::IngestCounts;
+
+/// The `status --json` document.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct StatusJson {
+    pub series: Vec<SeriesJson>,
+    pub lines: LinesJson,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct SeriesJson {
+    pub model_ref: String,
+    pub provider: String,
+    pub source: String,
+    pub prompt: u64,
+    pub completion: u64,
+    pub reasoning: u64,
+    pub cache_hit: u64,
+    pub cache_miss: u64,
+    pub total: u64,
+    pub requests: u64,
+    pub turns: u64,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct LinesJson {
+    pub read: u64,
+    pub counted: u64,
+    pub duplicate: u64,
+    pub rejected: u64,
+}
+
+/// Where a running daemon leaves its latest committed totals for `status`, since the store
+/// itself is locked while it runs.
+pub fn path_in(state_dir: &Path) -> PathBuf {
+    state_dir.join("status.json")
+}
+
+/// Writes the snapshot `status` reads while the daemon holds the store. A crash can lose it;
+/// the next commit writes it again.
+pub fn write(state_dir: &Path, doc: &StatusJson) -> std::io::Result<()> {
+    files::replace_json(&path_in(state_dir), doc, Durability::ProcessCrash)
+}
+
+impl StatusJson {
+    pub fn of(lifetime: &BTreeMap<AttrSet, Totals>, counts: &IngestCounts) -> StatusJson {
+        let series = lifetime
+            .iter()
+            .map(|(a, t)| SeriesJson {
+                model_ref: a.model_ref.clone(),
+                provider: a.provider.clone(),
+                source: a.source.clone(),
+                prompt: t.get(Quantity::Prompt),
+                completion: t.get(Quantity::Completion),
+                reasoning: t.get(Quantity::Reasoning),
+                cache_hit: t.get(Quantity::CacheHit),
+                cache_miss: t.get(Quantity::CacheMiss),
+                total: t.get(Quantity::Total),
+                requests: t.get(Quantity::Requests),
+                turns: t.get(Quantity::Turns),
+            })
+            .collect();
+        StatusJson {
+            series,
+            lines: LinesJson {
+                read: counts.read(),
+                counted: counts.counted,
+                duplicate: counts.duplicate,
+                rejected: counts.rejected_total(),
+            },
+        }
+    }
+}
+
+impl SeriesJson {
+    pub fn values(&self) -> [u64; 8] {
+        [
+            self.prompt,
+            self.completion,
+            self.reasoning,
+            self.cache_hit,
+            self.cache_miss,
+            self.total,
+            self.requests,
+            self.turns,
+        ]
+    }
+}
