@@ -4,6 +4,7 @@
 //! totals, checkpoints) → [`export`] (OTLP) → [`cli`].
 
 pub mod cli;
+pub mod daemon;
 pub mod export;
 pub mod files;
 pub mod ingest;

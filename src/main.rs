@@ -6,7 +6,8 @@ use tracing_subscriber::EnvFilter;
 
 use reasonix_exporter::cli::args::{Cli, Command, LogFormat, Options};
 use reasonix_exporter::cli::settings::{Settings, process_env};
-use reasonix_exporter::cli::{doctor, generate, once, run, status};
+use reasonix_exporter::cli::{doctor, generate, once, status};
+use reasonix_exporter::daemon;
 use reasonix_exporter::sandbox;
 
 fn main() -> ExitCode {
@@ -31,7 +32,7 @@ fn try_main(cli: Cli) -> anyhow::Result<()> {
     match cli.command.unwrap_or(Command::Run) {
         Command::Run => {
             let settings = sandboxed(settings()?)?;
-            runtime(true)?.block_on(run::run(&settings))
+            runtime(true)?.block_on(daemon::run(&settings))
         }
         Command::Once => {
             let settings = sandboxed(settings()?)?;

@@ -31,7 +31,10 @@ use crate::store::{PendingExport, Store, StoreError};
 #[derive(Debug, thiserror::Error)]
 pub enum ExportError {
     #[error("OTLP endpoint {endpoint}: {detail}")]
-    Setup { endpoint: String, detail: String },
+    Setup {
+        endpoint: String,
+        detail: crate::export::transport::TransportError,
+    },
     #[error("export to {endpoint} failed: {error}")]
     Send { endpoint: String, error: SendError },
     #[error(transparent)]

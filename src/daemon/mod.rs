@@ -1,0 +1,222 @@
+//! `run`, the daemon: watches the ledger, commits new lines as they land, exports on an
+//! interval from a task of its own, serves `/metrics`, and stops gracefully on a signal.
+//!
+//! - `signals.rs`: the stop signals, handled from the first instant;
+//! - `stats_dir.rs`: the stats folder coming and going, file events, unreadable files;
+//! - `store_fault.rs`: counting paused on a store that cannot be written, and resumed;
+//! - `exports.rs`: the export task, its retries and what the collector said.
+
+mod exports;
+mod signals;
+mod stats_dir;
+mod store_fault;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use tokio::sync::{Notify, watch};
+use tokio::task::JoinHandle;
+
+use crate::cli::settings::Settings;
+use crate::export::health::ExportHealth;
+use crate::export::otlp::{ExportError, OtlpExporter, Outgoing, Sent};
+use crate::export::prometheus::{self, Snapshot};
+use crate::export::self_metrics::SelfStats;
+use crate::ingest::PollReport;
+use crate::ledger::watch::Watcher;
+use crate::snapshot::{self, StatusJson};
+use crate::store::Store;
+use crate::store::counts::IngestCounts;
+use exports::{join, sleep_until};
+use signals::StopSignals;
+use stats_dir::DirState;
+use store_fault::StoreFault;
+
+/// How long a graceful stop may spend on the last export, so that the process is gone within
+/// 5 s of the signal even with the collector down.
+const LAST_EXPORT_BUDGET: Duration = Duration::from_secs(3);
+/// The first retry after a failed export; doubles up to the export interval.
+const FIRST_RETRY: Duration = Duration::from_secs(1);
+
+/// The top-level entry point for `reasonix-exporter run`.
+pub async fn run(settings: &Settings) -> anyhow::Result<()> {
+    // First of all, so that a signal during a long backfill is a graceful stop, not a kill. The
+    // signals are watched by a task of their own: a poll in progress sees `stopping` between
+    // chunks, and the loop sees `stopped`.
+    let mut signals = StopSignals::install()?;
+    let stopping = Arc::new(AtomicBool::new(false));
+    let stopped = Arc::new(Notify::new());
+    tokio::spawn({
+        let (stopping, stopped) = (stopping.clone(), stopped.clone());
+        async move {
+            signals.recv().await;
+            stopping.store(true, Ordering::Relaxed);
+            stopped.notify_one();
+        }
+    });
+    let store = Store::open(&settings.state_dir.value, settings.reset_state)?;
+    let (snapshots, snapshot_rx) = watch::channel(Arc::new(Snapshot::default()));
+    if let Some(addr) = settings.prometheus.value {
+        let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| {
+            format!("cannot listen on {addr} for Prometheus (from {}); choose another address with --prometheus, or --prometheus off", settings.prometheus.origin)
+        })?;
+        tracing::info!("serving Prometheus metrics on http://{addr}/metrics");
+        tokio::spawn(prometheus::serve(listener, snapshot_rx));
+    }
+    let exporter = match &settings.otlp {
+        Some(otlp) => Some(OtlpExporter::new(
+            otlp.target.clone(),
+            otlp.temporality,
+            &settings.instance,
+        )?),
+        None => None,
+    };
+    let mut daemon = Daemon {
+        store: Some(store),
+        fault: None,
+        settings: settings.clone(),
+        snapshots,
+        wake: Arc::new(Notify::new()),
+        watcher: None,
+        watch_broken: false,
+        dir_state: DirState::Unknown,
+        exporter,
+        in_flight: None,
+        retry_at: None,
+        backoff: FIRST_RETRY,
+        outage_since: None,
+        export_failures: 0,
+        export_health: ExportHealth::default(),
+        held: 0,
+        snapshot_counts: None,
+        last_poll: PollReport::default(),
+        stopping,
+    };
+    daemon.serve(&stopped).await
+}
+
+struct Daemon {
+    /// `None` only while a store fault waits for its retry (see [`Daemon::resume`]).
+    store: Option<Store>,
+    /// Counting is paused because the store could not be written.
+    fault: Option<StoreFault>,
+    settings: Settings,
+    snapshots: watch::Sender<Arc<Snapshot>>,
+    wake: Arc<Notify>,
+    watcher: Option<Watcher>,
+    /// Setting up file events failed for the folder as it is now.
+    watch_broken: bool,
+    dir_state: DirState,
+    exporter: Option<OtlpExporter>,
+    in_flight: Option<JoinHandle<(Outgoing, Sent)>>,
+    retry_at: Option<tokio::time::Instant>,
+    backoff: Duration,
+    outage_since: Option<Instant>,
+    export_failures: u64,
+    /// How exports have gone since they last worked, for the log and for `doctor`.
+    export_health: ExportHealth,
+    /// Points the last export held back (said once per change).
+    held: usize,
+    /// The counts as of the last `status.json` written.
+    snapshot_counts: Option<IngestCounts>,
+    last_poll: PollReport,
+    /// Set by a stop signal: a poll in progress ends after its current chunk.
+    stopping: Arc<AtomicBool>,
+}
+
+impl Daemon {
+    async fn serve(&mut self, stopped: &Notify) -> anyhow::Result<()> {
+        let mut poll_tick = tokio::time::interval(self.settings.poll_interval.value);
+        poll_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut export_tick = tokio::time::interval(self.settings.export_interval.value);
+        export_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        self.ingest()?;
+        loop {
+            tokio::select! {
+                _ = stopped.notified() => break,
+                _ = self.wake.notified() => self.ingest()?,
+                _ = poll_tick.tick() => self.ingest()?,
+                _ = export_tick.tick(), if self.in_flight.is_none() => self.start_export()?,
+                _ = sleep_until(self.retry_at), if self.in_flight.is_none() && self.retry_at.is_some() => {
+                    self.start_export()?
+                }
+                done = join(&mut self.in_flight), if self.in_flight.is_some() => {
+                    self.in_flight = None;
+                    self.finish_export(done)?;
+                }
+            }
+        }
+        self.shut_down().await
+    }
+
+    fn health(&self) -> SelfStats {
+        let Some(store) = self.store.as_ref() else {
+            return self.snapshots.borrow().health;
+        };
+        SelfStats {
+            counts: *store.counts(),
+            export_failures: self.export_failures,
+            files_tracked: self.last_poll.files as u64,
+            last_poll_seconds: self.last_poll.duration().as_secs_f64(),
+            last_poll_end: SelfStats::unix_seconds(self.last_poll.finished),
+            store_bytes: store.disk_size(),
+        }
+    }
+
+    /// Hands `/metrics` and `status` the store's committed state.
+    fn publish(&mut self) {
+        let health = self.health();
+        let Some(store) = self.store.as_ref() else {
+            return;
+        };
+        let counts = *store.counts();
+        if self.snapshot_counts != Some(counts) {
+            let doc = StatusJson::of(store.lifetime(), &counts);
+            match snapshot::write(&self.settings.state_dir.value, &doc) {
+                Ok(()) => self.snapshot_counts = Some(counts),
+                Err(e) => tracing::warn!("cannot write the status snapshot in the state dir: {e}"),
+            }
+        }
+        self.snapshots.send_replace(Arc::new(Snapshot {
+            lifetime: store.lifetime().clone(),
+            created: Some(store.stream_start()),
+            health,
+        }));
+    }
+
+    /// Stop watching, commit what is there, export a last time within the budget, exit.
+    async fn shut_down(&mut self) -> anyhow::Result<()> {
+        self.watcher = None;
+        self.ingest()?;
+        let deadline = tokio::time::Instant::now() + LAST_EXPORT_BUDGET;
+        if let Some(in_flight) = self.in_flight.take() {
+            match tokio::time::timeout_at(deadline, in_flight).await {
+                Ok(Ok(done)) => self.finish_export(done)?,
+                _ => tracing::warn!("the export in flight did not finish; the next export supersedes it"),
+            }
+        }
+        let health = self.health();
+        if self.store.is_none() {
+            tracing::warn!("stopped while counting was paused; the next start resumes it from the ledger");
+        } else if let (Some(exporter), Some(store)) = (self.exporter.as_mut(), self.store.as_mut()) {
+            let last = exporter.export(store, &health);
+            match tokio::time::timeout_at(deadline, last).await {
+                Ok(Ok(_)) => tracing::info!("stopped; everything committed was exported"),
+                Ok(Err(ExportError::Store(e))) => {
+                    tracing::warn!(
+                        "stopped; the store could not be written ({e}); the next start resumes from the ledger"
+                    )
+                }
+                Ok(Err(e)) => tracing::warn!("stopped; the last export failed ({e}); the next run sends it"),
+                Err(_) => {
+                    tracing::warn!("stopped; the last export did not finish in time; the next run sends it")
+                }
+            }
+        } else {
+            tracing::info!("stopped; everything is committed");
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,134 @@
+//! The stats folder as `run` sees it: present, missing or unreadable (each change said once),
+//! watched for file events when it can be, and its files read on every poll.
+
+use std::io::ErrorKind;
+use std::path::Path;
+
+use super::Daemon;
+use crate::ingest::{self, IngestError};
+use crate::ledger::watch as ledger_watch;
+use crate::sandbox;
+use crate::store::StoreError;
+
+/// What we last said about the stats folder, so that each change is logged once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum DirState {
+    Unknown,
+    Present,
+    Missing,
+    Unreadable,
+}
+
+impl Daemon {
+    /// Reads what is new; a missing or unreadable folder is reported once and waited for.
+    pub(super) fn ingest(&mut self) -> anyhow::Result<()> {
+        if !self.resume()? {
+            return Ok(());
+        }
+        let Some(store) = self.store.as_mut() else {
+            return Ok(());
+        };
+        // sled writes on into the files of a state dir deleted under it: notice, and start over.
+        if !store.path().is_dir() {
+            let path = store.path().to_path_buf();
+            let error = std::io::Error::from(ErrorKind::NotFound);
+            return self.pause(StoreError::Io { path, error });
+        }
+        let stats_dir = self.settings.stats_dir.value.clone();
+        let result = tokio::task::block_in_place(|| ingest::poll_until(store, &stats_dir, &self.stopping));
+        match result {
+            Ok(report) => {
+                self.note_dir(DirState::Present, &stats_dir, None);
+                if self.watcher.is_none() && self.settings.watch.value && !self.watch_broken {
+                    self.start_watching(&stats_dir);
+                }
+                if report.counts.read() > 0 {
+                    tracing::debug!(
+                        "ingested {} new lines ({} duplicate, {} rejected) in {:?}",
+                        report.counts.counted,
+                        report.counts.duplicate,
+                        report.counts.rejected_total(),
+                        report.duration()
+                    );
+                }
+                // Once per outage, not once per poll.
+                match (self.last_poll.files_failed, report.files_failed) {
+                    (0, failed) if failed > 0 => {
+                        let (kind, cause) = report
+                            .first_failure
+                            .clone()
+                            .unwrap_or((ErrorKind::Other, "unknown".into()));
+                        let hint = if kind == ErrorKind::PermissionDenied {
+                            format!("; check their permissions{}", sandbox::permission_hint())
+                        } else {
+                            String::new()
+                        };
+                        tracing::warn!(
+                            "{failed} ledger files cannot be read ({cause}); retrying on every poll, their lines are counted once they can{hint}"
+                        )
+                    }
+                    (before, 0) if before > 0 => tracing::info!("every ledger file can be read again"),
+                    _ => {}
+                }
+                self.last_poll = report;
+            }
+            Err(IngestError::StatsDir { source, .. }) => {
+                let state = if source.kind() == ErrorKind::NotFound {
+                    DirState::Missing
+                } else {
+                    DirState::Unreadable
+                };
+                self.note_dir(state, &stats_dir, Some(&source));
+                // A folder that went away takes its watch with it; a new one is set up on return.
+                self.watcher = None;
+            }
+            Err(IngestError::Store(e)) => return self.pause(e),
+        }
+        self.publish();
+        Ok(())
+    }
+
+    fn note_dir(&mut self, state: DirState, dir: &Path, error: Option<&std::io::Error>) {
+        if state == self.dir_state {
+            return;
+        }
+        let first = self.dir_state == DirState::Unknown;
+        self.dir_state = state;
+        self.watch_broken = false;
+        let origin = &self.settings.stats_dir.origin;
+        match (state, error) {
+            (DirState::Present, _) if !first => {
+                tracing::info!("stats dir {} is available again", dir.display())
+            }
+            (DirState::Present, _) => {
+                tracing::info!("watching {} (from {origin})", dir.display())
+            }
+            (DirState::Missing, _) => tracing::warn!(
+                "stats dir {} (from {origin}) does not exist yet; waiting for it. Is Reasonix installed? Set --stats-dir or REASONIX_HOME if it lives elsewhere",
+                dir.display()
+            ),
+            (_, error) => tracing::warn!(
+                "stats dir {} cannot be read ({}); retrying every {:?}. Check its permissions{}",
+                dir.display(),
+                error.map(|e| e.to_string()).unwrap_or_default(),
+                self.settings.poll_interval.value,
+                sandbox::permission_hint()
+            ),
+        }
+    }
+
+    fn start_watching(&mut self, dir: &Path) {
+        match ledger_watch::watch(dir, self.wake.clone()) {
+            Ok(watcher) => self.watcher = Some(watcher),
+            Err(e) => {
+                // Tried again only when the folder comes back; until then, polling alone.
+                self.watch_broken = true;
+                tracing::warn!(
+                    "file events are not available for {} ({e}); polling every {:?} instead",
+                    dir.display(),
+                    self.settings.poll_interval.value
+                )
+            }
+        }
+    }
+}

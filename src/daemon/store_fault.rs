@@ -1,0 +1,121 @@
+//! Counting paused on a store that cannot be written (a full disk, no descriptors left, a state
+//! dir deleted or made read-only), and resumed when it can be again.
+
+use std::collections::BTreeMap;
+use std::io::ErrorKind;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use super::{Daemon, FIRST_RETRY};
+use crate::series::{AttrSet, Totals};
+use crate::store::stream::StreamRecord;
+use crate::store::{Store, StoreError};
+
+/// The longest wait between attempts to reopen a store that could not be written.
+const MAX_STORE_RETRY: Duration = Duration::from_secs(30);
+
+/// Counting paused on a store that could not be written, and what the next store continues.
+pub(super) struct StoreFault {
+    /// The state dir is gone: the store is rebuilt from the ledger.
+    deleted: bool,
+    since: Instant,
+    retry_at: Instant,
+    wait: Duration,
+    /// The cumulative stream as exported: a store rebuilt from the ledger (its folder was
+    /// deleted) continues it rather than start a second one.
+    stream: StreamRecord,
+    /// What the collector has, for delta exports from a rebuilt store.
+    delivered: BTreeMap<AttrSet, Totals>,
+}
+
+impl StoreFault {
+    /// The condition behind `cause`, in the operator's words.
+    fn what(cause: &std::io::Error) -> &'static str {
+        match (cause.raw_os_error(), cause.kind()) {
+            (Some(libc::EMFILE | libc::ENFILE), _) => "the process has no file descriptors left",
+            (_, ErrorKind::StorageFull | ErrorKind::QuotaExceeded) => "the disk is full",
+            (_, ErrorKind::NotFound) => "the state dir was deleted",
+            (_, ErrorKind::PermissionDenied | ErrorKind::ReadOnlyFilesystem) => {
+                "the state dir is not writable"
+            }
+            _ => "the store cannot be written",
+        }
+    }
+
+    /// The store again, continuing the stream and the deliveries it had.
+    fn reopen(&self, state_dir: &Path) -> Result<Store, StoreError> {
+        let mut store = Store::open(state_dir, false)?;
+        if store.stream() != &self.stream {
+            store.record_stream(self.stream.clone())?;
+        }
+        if store.delivered().is_empty() && !self.delivered.is_empty() {
+            store.confirm_delivered(&self.delivered)?;
+        }
+        Ok(store)
+    }
+}
+
+impl Daemon {
+    /// A store that cannot be written (a full disk, no descriptors left, a state dir deleted or
+    /// made read-only) pauses counting instead of ending the process: the store is let go, and
+    /// reopened at the next retry. Nothing is lost: what was not committed is read again from
+    /// the ledger. A damaged or foreign store still ends the process.
+    pub(super) fn pause(&mut self, error: StoreError) -> anyhow::Result<()> {
+        let StoreError::Io { error: cause, .. } = &error else {
+            return Err(error.into());
+        };
+        let Some(store) = self.store.take() else {
+            return Ok(());
+        };
+        let retry = self.settings.poll_interval.value.max(FIRST_RETRY);
+        tracing::warn!(
+            "counting paused: {} (the store in {}: {cause}); nothing is lost, it resumes from the ledger on its own; retrying in {retry:?}, then less often up to every {MAX_STORE_RETRY:?}",
+            StoreFault::what(cause),
+            self.settings.state_dir.value.display(),
+        );
+        self.fault = Some(StoreFault {
+            deleted: cause.kind() == ErrorKind::NotFound,
+            since: Instant::now(),
+            retry_at: Instant::now() + retry,
+            wait: retry,
+            stream: store.stream().clone(),
+            delivered: store.delivered().clone(),
+        });
+        // sled's lock and ours let one store per folder be open: this one goes first.
+        drop(store);
+        Ok(())
+    }
+
+    /// Reopens the store after a fault, when its retry is due; whether there is a store to use.
+    pub(super) fn resume(&mut self) -> anyhow::Result<bool> {
+        let Some(fault) = self.fault.as_mut() else {
+            return Ok(true);
+        };
+        if Instant::now() < fault.retry_at {
+            return Ok(false);
+        }
+        match fault.reopen(&self.settings.state_dir.value) {
+            Ok(store) => {
+                tracing::info!("counting resumed after {:.0?}", fault.since.elapsed());
+                self.store = Some(store);
+                self.fault = None;
+                Ok(true)
+            }
+            // Landlock allows writes in the folder the process started with, not in one made anew.
+            Err(StoreError::Io { error, .. })
+                if fault.deleted && error.kind() == ErrorKind::PermissionDenied =>
+            {
+                anyhow::bail!(
+                    "state dir {} was deleted under the running exporter, and its sandbox lets it write only in the folder it started with; start it again to recreate the folder (systemd's Restart= does), or run with --sandbox off to have it recreated in place",
+                    self.settings.state_dir.value.display()
+                )
+            }
+            Err(StoreError::Io { .. }) => {
+                fault.wait = (fault.wait * 2).min(MAX_STORE_RETRY);
+                fault.retry_at = Instant::now() + fault.wait;
+                Ok(false)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+}

@@ -1,0 +1,114 @@
+//! OTLP over gRPC: tonic's generated client for the collector's metrics service.
+
+use std::time::Duration;
+
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+use opentelemetry_proto::tonic::collector::metrics::v1::metrics_service_client::MetricsServiceClient;
+use prost::Message;
+use tonic::codec::CompressionEncoding;
+use tonic::metadata::{Ascii, MetadataKey, MetadataValue};
+use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
+
+use super::TransportError;
+use super::target::{Accepted, OtlpTarget, SendError, error_chain, with_tls_hint};
+use crate::export::tls::TlsFiles;
+
+/// A gRPC connection to the collector, reused across exports.
+#[derive(Clone)]
+pub struct Grpc {
+    client: MetricsServiceClient<Channel>,
+    metadata: Vec<(MetadataKey<Ascii>, MetadataValue<Ascii>)>,
+    timeout: Duration,
+}
+
+impl Grpc {
+    /// Sets the channel up lazily: nothing is sent yet.
+    pub fn new(target: &OtlpTarget) -> Result<Grpc, TransportError> {
+        let mut endpoint = Endpoint::from_shared(target.endpoint.clone())
+            .map_err(|e| TransportError::Url(e.to_string()))?
+            .connect_timeout(target.timeout)
+            .timeout(target.timeout);
+        if target.endpoint.starts_with("https://") {
+            endpoint = endpoint
+                .tls_config(tls_config(&target.tls))
+                .map_err(|e| TransportError::Tls(error_chain(&e)))?;
+        }
+        let mut client = MetricsServiceClient::new(endpoint.connect_lazy());
+        if target.gzip {
+            client = client.send_compressed(CompressionEncoding::Gzip);
+        }
+        let mut metadata = Vec::new();
+        for (name, value) in &target.headers.0 {
+            let key = MetadataKey::from_bytes(name.as_bytes())
+                .map_err(|_| TransportError::HeaderName(name.clone(), "gRPC metadata"))?;
+            let value = MetadataValue::try_from(value.as_str())
+                .map_err(|_| TransportError::HeaderValue(name.clone(), "gRPC metadata"))?;
+            metadata.push((key, value));
+        }
+        Ok(Grpc {
+            client,
+            metadata,
+            timeout: target.timeout,
+        })
+    }
+
+    /// Sends one encoded `ExportMetricsServiceRequest`.
+    pub async fn send(mut self, request: &[u8]) -> Result<Accepted, SendError> {
+        let message = ExportMetricsServiceRequest::decode(request)
+            .map_err(|e| SendError::NotSent(format!("unreadable request: {e}")))?;
+        let mut call = tonic::Request::new(message);
+        call.set_timeout(self.timeout);
+        for (key, value) in &self.metadata {
+            call.metadata_mut().insert(key.clone(), value.clone());
+        }
+        match self.client.export(call).await {
+            Ok(response) => Ok(Accepted::from_response(Some(response.into_inner()))),
+            Err(status) => Err(grpc_send_error(&status)),
+        }
+    }
+}
+
+/// The CA given, or the system's roots; and the client identity when there is one.
+fn tls_config(tls: &TlsFiles) -> ClientTlsConfig {
+    let mut config = ClientTlsConfig::new();
+    config = match &tls.ca {
+        Some(ca) => config.ca_certificate(tonic::transport::Certificate::from_pem(&ca.pem)),
+        None => config.with_native_roots(),
+    };
+    if let Some((cert, key)) = &tls.client {
+        config = config.identity(tonic::transport::Identity::from_pem(&cert.pem, &key.pem));
+    }
+    config
+}
+
+/// What a failed gRPC call means for the data. A status the collector sent has no source; one
+/// made on this side from a transport error has one: a failed connect sent nothing, anything
+/// later (a reset, a closed stream) may have delivered the request without its answer.
+fn grpc_send_error(status: &tonic::Status) -> SendError {
+    let detail = with_tls_hint(grpc_failure(status), status);
+    let chain = std::error::Error::source(status).map(error_chain);
+    match (status.code(), chain) {
+        (tonic::Code::DeadlineExceeded | tonic::Code::Cancelled, _) => {
+            SendError::Unknown(format!("gRPC {}", status.code()))
+        }
+        (code, None) => SendError::Refused {
+            detail,
+            retry_after: None,
+            too_large: code == tonic::Code::ResourceExhausted
+                && (status.message().contains("larger than max") || status.message().contains("too large")),
+        },
+        (_, Some(chain)) if chain.contains("tcp connect error") || chain.contains("dns error") => {
+            SendError::NotSent(detail)
+        }
+        (_, Some(_)) => SendError::Unknown(detail),
+    }
+}
+
+fn grpc_failure(status: &tonic::Status) -> String {
+    let message = status.message();
+    if message.is_empty() {
+        format!("the collector answered gRPC {}", status.code())
+    } else {
+        format!("the collector answered gRPC {}: {message}", status.code())
+    }
+}

@@ -1,0 +1,207 @@
+//! OTLP over HTTP/protobuf: reqwest, no redirects followed.
+
+use std::time::Duration;
+
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceResponse;
+use prost::Message;
+use reqwest::header::{CONTENT_ENCODING, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
+
+use super::TransportError;
+use super::target::{Accepted, MAX_RETRY_AFTER, OtlpTarget, SendError, error_chain, with_tls_hint};
+use crate::export::tls::TlsFiles;
+
+/// An HTTP client for the collector, reused across exports.
+#[derive(Clone)]
+pub struct Http {
+    client: reqwest::Client,
+    url: String,
+    headers: HeaderMap,
+    gzip: bool,
+}
+
+impl Http {
+    pub fn new(target: &OtlpTarget) -> Result<Http, TransportError> {
+        let url = reqwest::Url::parse(&target.endpoint).map_err(|e| TransportError::Url(e.to_string()))?;
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/x-protobuf"));
+        if target.gzip {
+            headers.insert(CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+        }
+        for (name, value) in &target.headers.0 {
+            let key = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| TransportError::HeaderName(name.clone(), "HTTP header"))?;
+            let value = HeaderValue::from_str(value)
+                .map_err(|_| TransportError::HeaderValue(name.clone(), "HTTP header"))?;
+            headers.insert(key, value);
+        }
+        // A redirect would carry the payload and the headers (credentials among them) to
+        // wherever it points: none is followed, the 3xx is a refusal that says so.
+        let mut builder = reqwest::Client::builder()
+            .timeout(target.timeout)
+            .redirect(reqwest::redirect::Policy::none());
+        builder = if target.endpoint.starts_with("https://") {
+            with_tls(builder, &target.tls)?
+        } else {
+            // No TLS will happen: don't load the system's trust store (150 files) for it.
+            builder.tls_certs_only(Vec::new())
+        };
+        let client = builder
+            .build()
+            .map_err(|e| TransportError::Client(error_chain(&e)))?;
+        Ok(Http {
+            client,
+            url: url.to_string(),
+            headers,
+            gzip: target.gzip,
+        })
+    }
+
+    /// Sends one encoded `ExportMetricsServiceRequest`.
+    pub async fn send(self, request: &[u8]) -> Result<Accepted, SendError> {
+        let body = if self.gzip {
+            gzip_bytes(request)
+        } else {
+            request.to_vec()
+        };
+        let response = self
+            .client
+            .post(self.url.as_str())
+            .headers(self.headers.clone())
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| {
+                let e = e.without_url();
+                let detail = with_tls_hint(format!("cannot reach the collector: {}", error_chain(&e)), &e);
+                if e.is_connect() {
+                    SendError::NotSent(detail)
+                } else if e.is_timeout() {
+                    SendError::Unknown("HTTP, timed out".into())
+                } else {
+                    SendError::Unknown(detail)
+                }
+            })?;
+        let status = response.status();
+        if status.is_success() {
+            // The answer is small; a body that cannot be read or decoded is no partial success
+            // to report.
+            let body = response.bytes().await.unwrap_or_default();
+            return Ok(Accepted::from_response(
+                ExportMetricsServiceResponse::decode(body.as_ref()).ok(),
+            ));
+        }
+        let retry_after = response
+            .headers()
+            .get(RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(parse_retry_after);
+        let detail = if status.is_redirection() {
+            format!(
+                "the collector answered HTTP {status}, a redirect, which is not followed (it would carry the headers elsewhere): set the OTLP endpoint to the URL it points to"
+            )
+        } else {
+            format!("the collector answered HTTP {status}")
+        };
+        Err(SendError::Refused {
+            detail,
+            retry_after,
+            too_large: status == reqwest::StatusCode::PAYLOAD_TOO_LARGE,
+        })
+    }
+}
+
+/// `Retry-After` as seconds or an HTTP date, capped at [`MAX_RETRY_AFTER`].
+pub(super) fn parse_retry_after(value: &str) -> Option<Duration> {
+    let value = value.trim();
+    let wait = match value.parse::<u64>() {
+        Ok(seconds) => Duration::from_secs(seconds),
+        Err(_) => {
+            let at = humantime::parse_rfc3339_weak(value)
+                .ok()
+                .or_else(|| httpdate_to_system_time(value))?;
+            at.duration_since(std::time::SystemTime::now())
+                .unwrap_or_default()
+        }
+    };
+    Some(wait.min(MAX_RETRY_AFTER))
+}
+
+/// An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the only date form HTTP/1.1 senders use.
+fn httpdate_to_system_time(value: &str) -> Option<std::time::SystemTime> {
+    let mut parts = value.split_whitespace().skip(1);
+    let day = parts.next()?;
+    let month = parts.next()?;
+    let year = parts.next()?;
+    let time = parts.next()?;
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let month = MONTHS.iter().position(|m| *m == month)? + 1;
+    let text = format!("{year}-{month:02}-{day:0>2}T{time}Z");
+    humantime::parse_rfc3339(&text).ok()
+}
+
+fn with_tls(
+    builder: reqwest::ClientBuilder,
+    tls: &TlsFiles,
+) -> Result<reqwest::ClientBuilder, TransportError> {
+    let mut builder = builder;
+    if let Some(ca) = &tls.ca {
+        let certificates = reqwest::Certificate::from_pem_bundle(&ca.pem)
+            .map_err(|_| TransportError::CaBundle(ca.path.clone()))?;
+        builder = builder.tls_certs_only(certificates);
+    }
+    if let Some((cert, key)) = &tls.client {
+        let mut pem = key.pem.clone();
+        pem.push(b'\n');
+        pem.extend_from_slice(&cert.pem);
+        let identity = reqwest::Identity::from_pem(&pem)
+            .map_err(|_| TransportError::Identity(cert.path.clone(), key.path.clone()))?;
+        builder = builder.identity(identity);
+    }
+    Ok(builder)
+}
+
+fn gzip_bytes(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    // Writing to a Vec cannot fail.
+    let _ = encoder.write_all(bytes);
+    encoder.finish().unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_is_read_in_both_forms_and_capped() {
+        assert_eq!(parse_retry_after("7"), Some(Duration::from_secs(7)));
+        assert_eq!(parse_retry_after("86400"), Some(MAX_RETRY_AFTER));
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT"),
+            Some(Duration::ZERO)
+        );
+        let soon = std::time::SystemTime::now() + Duration::from_secs(120);
+        let wait = parse_retry_after(&httpdate(soon)).unwrap();
+        assert!(
+            wait > Duration::from_secs(100) && wait <= Duration::from_secs(120),
+            "{wait:?}"
+        );
+        assert_eq!(parse_retry_after("soon"), None);
+    }
+
+    fn httpdate(at: std::time::SystemTime) -> String {
+        // 2026-12-01T14:35:07Z -> Tue, 01 Dec 2026 14:35:07 GMT (the weekday is not read).
+        let text = humantime::format_rfc3339_seconds(at).to_string();
+        let month = [
+            "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+        ][text[5..7].parse::<usize>().unwrap() - 1];
+        format!(
+            "Xxx, {} {month} {} {} GMT",
+            &text[8..10],
+            &text[..4],
+            &text[11..19]
+        )
+    }
+}

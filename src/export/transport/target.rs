@@ -1,0 +1,328 @@
+//! Where and how to reach the collector, and what can come back: the settings of a target
+//! (protocol, endpoint, headers, TLS files), the collector's answers and the ways a send fails.
+
+use std::fmt;
+use std::time::Duration;
+
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceResponse;
+
+use crate::export::tls::TlsFiles;
+
+/// The wire protocol to the collector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OtlpProtocol {
+    Grpc,
+    HttpProtobuf,
+}
+
+impl OtlpProtocol {
+    pub fn parse(value: &str) -> Option<OtlpProtocol> {
+        match value.trim() {
+            "grpc" => Some(OtlpProtocol::Grpc),
+            "http/protobuf" => Some(OtlpProtocol::HttpProtobuf),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OtlpProtocol::Grpc => "grpc",
+            OtlpProtocol::HttpProtobuf => "http/protobuf",
+        }
+    }
+}
+
+/// Request headers (`OTEL_EXPORTER_OTLP_HEADERS`). `Debug` shows the names only.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Headers(pub Vec<(String, String)>);
+
+impl fmt::Debug for Headers {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|(name, _)| format!("{name}=<redacted>")))
+            .finish()
+    }
+}
+
+/// Why `OTEL_EXPORTER_OTLP_HEADERS` cannot be read; it never holds a value.
+#[derive(Debug, thiserror::Error)]
+pub enum HeadersError {
+    #[error("entry {0} has no '=' (write name=value)")]
+    NoEquals(usize),
+    #[error("entry {0} has an invalid header name")]
+    BadName(usize),
+    #[error("header {0}: its value is not valid percent-encoded UTF-8")]
+    BadValue(String),
+}
+
+impl Headers {
+    /// Parses the W3C-baggage-like list `name=value,name2=value2`, values percent-decoded. An error
+    /// names the entry's position, never its value.
+    pub fn parse(text: &str) -> Result<Headers, HeadersError> {
+        let mut headers = Vec::new();
+        for (i, entry) in text.split(',').enumerate() {
+            if entry.trim().is_empty() {
+                continue;
+            }
+            let Some((name, value)) = entry.split_once('=') else {
+                return Err(HeadersError::NoEquals(i + 1));
+            };
+            let name = name.trim();
+            if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic()) {
+                return Err(HeadersError::BadName(i + 1));
+            }
+            let value =
+                percent_decode(value.trim()).ok_or_else(|| HeadersError::BadValue(name.to_owned()))?;
+            headers.push((name.to_ascii_lowercase(), value));
+        }
+        Ok(Headers(headers))
+    }
+}
+
+/// Percent-decoded UTF-8, or `None` when a `%` is not followed by two hex digits (as Go's
+/// `url.PathUnescape` refuses it) or the bytes are not UTF-8.
+fn percent_decode(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let escapes_are_whole = bytes
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b'%')
+        .all(|(i, _)| {
+            bytes
+                .get(i + 1..i + 3)
+                .is_some_and(|hex| hex.iter().all(u8::is_ascii_hexdigit))
+        });
+    if !escapes_are_whole {
+        return None;
+    }
+    percent_encoding::percent_decode(bytes)
+        .decode_utf8()
+        .ok()
+        .map(|text| text.into_owned())
+}
+
+/// Everything needed to reach the collector.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OtlpTarget {
+    pub protocol: OtlpProtocol,
+    /// The full URL requests go to (for HTTP, including `/v1/metrics`).
+    pub endpoint: String,
+    pub headers: Headers,
+    pub timeout: Duration,
+    pub gzip: bool,
+    /// A private CA and a client certificate; used with `https://` endpoints.
+    pub tls: TlsFiles,
+}
+
+impl OtlpTarget {
+    /// The endpoint as it may be shown: without user-info and query, which can hold credentials.
+    pub fn shown_endpoint(&self) -> String {
+        redacted(&self.endpoint)
+    }
+}
+
+/// `url` with its user-info and its query replaced by `***`: `http://***@host/v1/metrics?***`.
+/// Works on text that is not a valid URL too: it only cuts.
+pub fn redacted(url: &str) -> String {
+    let (scheme, rest) = match url.find("://") {
+        Some(i) => url.split_at(i + 3),
+        None => ("", url),
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, after) = rest.split_at(authority_end);
+    let host = match authority.rfind('@') {
+        Some(at) => format!("***@{}", &authority[at + 1..]),
+        None => authority.to_string(),
+    };
+    let path_end = after.find(['?', '#']).unwrap_or(after.len());
+    let (path, tail) = after.split_at(path_end);
+    let query = if tail.starts_with('?') { "?***" } else { "" };
+    format!("{scheme}{host}{path}{query}")
+}
+
+/// What the collector said when it took a request.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Accepted {
+    /// Points it rejected all the same (`partial_success.rejected_data_points`).
+    pub rejected_points: i64,
+    /// Its explanation, when it gave one.
+    pub message: String,
+}
+
+impl Accepted {
+    pub(super) fn from_response(response: Option<ExportMetricsServiceResponse>) -> Accepted {
+        match response.and_then(|r| r.partial_success) {
+            Some(partial) => Accepted {
+                rejected_points: partial.rejected_data_points,
+                message: partial.error_message,
+            },
+            None => Accepted::default(),
+        }
+    }
+
+    /// The warning to give when the collector dropped points of an accepted request.
+    pub fn warning(&self) -> Option<String> {
+        if self.rejected_points == 0 && self.message.is_empty() {
+            return None;
+        }
+        let message = printable(&self.message);
+        Some(format!(
+            "the collector accepted the export but rejected {} data points{}; those values are not in the backend until a later export is accepted whole: check the collector's logs",
+            self.rejected_points,
+            if message.is_empty() {
+                String::new()
+            } else {
+                format!(" ({message})")
+            }
+        ))
+    }
+}
+
+/// A collector's own text, cut to one short line.
+fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(200)
+        .collect::<String>()
+        .trim()
+        .to_string()
+}
+
+/// The longest wait a collector's `Retry-After` can ask for; a longer one is cut to this.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
+
+/// Why a request did not get through, by what the collector can have of it.
+#[derive(Debug)]
+pub enum SendError {
+    /// No connection could be made: not a byte of the request left.
+    NotSent(String),
+    /// The collector answered with a refusal: it does not have the data. It may have said when
+    /// to try again (`Retry-After`, capped at [`MAX_RETRY_AFTER`]).
+    Refused {
+        detail: String,
+        retry_after: Option<Duration>,
+        /// The request was too large for it (HTTP 413, gRPC RESOURCE_EXHAUSTED).
+        too_large: bool,
+    },
+    /// Sent, or partly sent, and no answer came: a timeout, a connection closed or reset before
+    /// the answer. The collector may or may not have the data.
+    Unknown(String),
+}
+
+impl SendError {
+    /// Whether the collector may have the data after all.
+    pub fn outcome_unknown(&self) -> bool {
+        matches!(self, SendError::Unknown(_))
+    }
+}
+
+impl std::error::Error for SendError {}
+
+impl fmt::Display for SendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SendError::NotSent(detail) | SendError::Refused { detail, .. } => f.write_str(detail),
+            SendError::Unknown(detail) => write!(f, "no answer ({detail})"),
+        }
+    }
+}
+
+/// The error and its sources, e.g. "error sending request: connection refused".
+pub(super) fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// The hint for a TLS handshake the exporter or the collector refused, found in the error's
+/// chain as rustls reports it: which setting fixes it.
+pub(super) fn tls_hint(error: &(dyn std::error::Error + 'static)) -> Option<&'static str> {
+    use rustls::{AlertDescription, CertificateError, Error};
+    match find_cause::<Error>(error)? {
+        Error::InvalidCertificate(CertificateError::UnknownIssuer) => Some(
+            "if a private CA signed the collector's certificate, point OTEL_EXPORTER_OTLP_CERTIFICATE or --otlp-certificate at it",
+        ),
+        Error::AlertReceived(AlertDescription::CertificateRequired) => Some(
+            "the collector wants a client certificate: set OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE and OTEL_EXPORTER_OTLP_CLIENT_KEY",
+        ),
+        _ => None,
+    }
+}
+
+/// The first `T` in `error`'s chain of causes, looking inside `io::Error`s too (whose `source`
+/// skips the error they wrap, and which libraries wrap in one another).
+fn find_cause<'a, T: std::error::Error + 'static>(
+    error: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a T> {
+    let mut current = Some(error);
+    while let Some(e) = current {
+        if let Some(found) = e.downcast_ref::<T>() {
+            return Some(found);
+        }
+        if let Some(inner) = e.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref())
+            && let Some(found) = find_cause::<T>(inner)
+        {
+            return Some(found);
+        }
+        current = e.source();
+    }
+    None
+}
+
+/// `detail`, followed by the TLS hint for `error` when there is one.
+pub(super) fn with_tls_hint(detail: String, error: &(dyn std::error::Error + 'static)) -> String {
+    match tls_hint(error) {
+        Some(hint) => format!("{detail} ({hint})"),
+        None => detail,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_parse_and_never_show_their_values() {
+        let h = Headers::parse("Authorization=Bearer%20s3cret, x-team = platform ,").unwrap();
+        assert_eq!(
+            h.0,
+            [
+                ("authorization".to_string(), "Bearer s3cret".to_string()),
+                ("x-team".into(), "platform".into())
+            ]
+        );
+        let shown = format!("{h:?}");
+        assert!(
+            !shown.contains("s3cret") && shown.contains("authorization"),
+            "{shown}"
+        );
+        let err = Headers::parse("api-key:s3cret").unwrap_err().to_string();
+        assert!(!err.contains("s3cret"), "{err}");
+        let err = Headers::parse("api-key=%zz-s3cret").unwrap_err().to_string();
+        assert!(!err.contains("s3cret") && err.contains("api-key"), "{err}");
+    }
+
+    #[test]
+    fn endpoints_are_shown_without_credentials() {
+        for (url, shown) in [
+            (
+                "http://user:secret@host:4318/v1/metrics?api_key=k",
+                "http://***@host:4318/v1/metrics?***",
+            ),
+            ("https://host/v1/metrics", "https://host/v1/metrics"),
+            ("http://a@b@host?x", "http://***@host?***"),
+            ("not a url:secret@x", "***@x"),
+            ("http://host/p#frag", "http://host/p"),
+        ] {
+            assert_eq!(redacted(url), shown, "{url}");
+        }
+    }
+}
