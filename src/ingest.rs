@@ -32,6 +32,14 @@ pub enum IngestError {
     Store(#[from] StoreError),
 }
 
+/// A ledger file that could not be read this time.
+#[derive(Debug, Clone)]
+pub struct FileFailure {
+    pub name: std::ffi::OsString,
+    pub kind: std::io::ErrorKind,
+    pub cause: String,
+}
+
 /// What one poll did, for logs and self-metrics.
 #[derive(Debug, Default, Clone)]
 pub struct PollReport {
@@ -39,8 +47,9 @@ pub struct PollReport {
     pub files_read: usize,
     /// Files that could not be read this time (permission, deleted mid-read); retried next poll.
     pub files_failed: usize,
-    /// Why the first of them could not be read (never its path: ledger paths stay out of logs).
-    pub first_failure: Option<(std::io::ErrorKind, String)>,
+    /// The first of them, by file name (the stats folder is said once at start; the full path
+    /// stays out of every message), and why it could not be read.
+    pub first_failure: Option<FileFailure>,
     pub counts: IngestCounts,
     /// Listing the files (a `stat` each).
     pub listed_in: std::time::Duration,
@@ -102,9 +111,13 @@ pub fn poll_listed(
         match read_file(store, &mut batch, &mut buf, file, stop)? {
             FileOutcome::Idle => {}
             FileOutcome::Read => report.files_read += 1,
-            FileOutcome::Failed(cause) => {
+            FileOutcome::Failed((kind, cause)) => {
                 report.files_failed += 1;
-                report.first_failure.get_or_insert(cause);
+                report.first_failure.get_or_insert(FileFailure {
+                    name: file.name.clone(),
+                    kind,
+                    cause,
+                });
             }
             FileOutcome::Stopped => break,
         }

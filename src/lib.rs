@@ -12,5 +12,6 @@ pub mod ledger;
 pub mod paths;
 pub mod sandbox;
 pub mod series;
+pub mod settings;
 pub mod snapshot;
 pub mod store;

@@ -5,10 +5,10 @@ use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
 use reasonix_exporter::cli::args::{Cli, Command, LogFormat, Options};
-use reasonix_exporter::cli::settings::{Settings, process_env};
 use reasonix_exporter::cli::{doctor, generate, once, status};
 use reasonix_exporter::daemon;
 use reasonix_exporter::sandbox;
+use reasonix_exporter::settings::{Settings, process_env};
 
 fn main() -> ExitCode {
     private_files();
@@ -28,7 +28,7 @@ fn main() -> ExitCode {
 }
 
 fn try_main(cli: Cli) -> anyhow::Result<()> {
-    let settings = || Settings::resolve(&cli.options, &process_env);
+    let settings = || Settings::resolve(&cli.options.flags, cli.options.reset_state, &process_env);
     match cli.command.unwrap_or(Command::Run) {
         Command::Run => {
             let settings = sandboxed(settings()?)?;
@@ -64,7 +64,7 @@ fn private_files() {
 /// Enters the sandbox (before the runtime starts any thread) and says how that went.
 fn sandboxed(settings: Settings) -> anyhow::Result<Settings> {
     let (stats, state) = (&settings.stats_dir.value, &settings.state_dir.value);
-    let outcome = sandbox::enter(settings.sandbox.value, stats, state).map_err(|e| anyhow::anyhow!(e))?;
+    let outcome = sandbox::enter(settings.sandbox.value, stats, state)?;
     sandbox::log(&outcome, stats, state);
     Ok(settings)
 }

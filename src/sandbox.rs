@@ -71,20 +71,27 @@ pub fn permission_hint() -> &'static str {
     }
 }
 
+/// Why the sandbox could not be entered.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error("cannot create the state dir {}: {error}; fix its permissions or choose another with --state-dir", path.display())]
+    StateDir { path: PathBuf, error: std::io::Error },
+    #[error("cannot set the sandbox up: {0}; run with --sandbox off, and report it")]
+    Landlock(String),
+}
+
 /// Enters the sandbox: reads below `stats_dir`, reads and writes below `state_dir` (created if
 /// missing). Must be called before any thread is started.
-pub fn enter(on: bool, stats_dir: &Path, state_dir: &Path) -> Result<Outcome, String> {
+pub fn enter(on: bool, stats_dir: &Path, state_dir: &Path) -> Result<Outcome, SandboxError> {
     if !on {
         return Ok(Outcome::Off);
     }
     if !stats_dir.is_dir() {
         return Ok(Outcome::NoStatsDir);
     }
-    std::fs::create_dir_all(state_dir).map_err(|e| {
-        format!(
-            "cannot create the state dir {}: {e}; fix its permissions or choose another with --state-dir",
-            state_dir.display()
-        )
+    std::fs::create_dir_all(state_dir).map_err(|error| SandboxError::StateDir {
+        path: state_dir.to_path_buf(),
+        error,
     })?;
     let outcome = restrict(stats_dir, state_dir)?;
     if matches!(outcome, Outcome::Enforced | Outcome::PartlyEnforced) {
@@ -127,7 +134,7 @@ fn system_reads() -> Vec<PathBuf> {
 }
 
 #[cfg(target_os = "linux")]
-fn restrict(stats_dir: &Path, state_dir: &Path) -> Result<Outcome, String> {
+fn restrict(stats_dir: &Path, state_dir: &Path) -> Result<Outcome, SandboxError> {
     use landlock::{
         ABI, Access, AccessFs, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, path_beneath_rules,
     };
@@ -143,7 +150,7 @@ fn restrict(stats_dir: &Path, state_dir: &Path) -> Result<Outcome, String> {
         .and_then(|r| r.add_rules(path_beneath_rules([state_dir], write)))
         .and_then(|r| r.add_rules(path_beneath_rules(system_reads(), read)))
         .and_then(|r| r.restrict_self())
-        .map_err(|e| format!("cannot set the sandbox up: {e}; run with --sandbox off, and report it"))?;
+        .map_err(|e| SandboxError::Landlock(e.to_string()))?;
     Ok(match status.ruleset {
         RulesetStatus::FullyEnforced => Outcome::Enforced,
         RulesetStatus::PartiallyEnforced => Outcome::PartlyEnforced,
@@ -152,7 +159,7 @@ fn restrict(stats_dir: &Path, state_dir: &Path) -> Result<Outcome, String> {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn restrict(_stats_dir: &Path, _state_dir: &Path) -> Result<Outcome, String> {
+fn restrict(_stats_dir: &Path, _state_dir: &Path) -> Result<Outcome, SandboxError> {
     Ok(Outcome::Unsupported)
 }
 

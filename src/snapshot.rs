@@ -15,6 +15,10 @@ use crate::store::counts::IngestCounts;
 pub struct StatusJson {
     pub series: Vec<SeriesJson>,
     pub lines: LinesJson,
+    /// Where the running daemon serves `/metrics` (its bound address, so `--prometheus
+    /// 127.0.0.1:0` can be found); only in the snapshot a running daemon writes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prometheus: Option<String>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -78,6 +82,7 @@ impl StatusJson {
                 duplicate: counts.duplicate,
                 rejected: counts.rejected_total(),
             },
+            prometheus: None,
         }
     }
 }

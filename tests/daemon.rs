@@ -9,11 +9,11 @@ use std::time::{Duration, Instant};
 use common::generator::{Generator, days};
 use common::model::Model;
 use common::receiver::Receiver;
-use common::{Fixture, assert_success, free_port, scrape_totals, wait_until};
+use common::{Fixture, assert_success, scrape_totals, wait_until};
 
 const PATIENCE: Duration = Duration::from_secs(20);
 
-fn daemon_args(receiver: &Receiver, prometheus_port: u16) -> Vec<String> {
+fn daemon_args(receiver: &Receiver) -> Vec<String> {
     [
         "--otlp-endpoint",
         &receiver.endpoint,
@@ -24,7 +24,7 @@ fn daemon_args(receiver: &Receiver, prometheus_port: u16) -> Vec<String> {
         "--poll-interval",
         "500ms",
         "--prometheus",
-        &format!("127.0.0.1:{prometheus_port}"),
+        "127.0.0.1:0",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -46,9 +46,9 @@ fn run_delivers_bursts_exactly_and_sigterm_delivers_the_tail() {
     fx.append(&format!("{}.jsonl", all_days[0]), first.as_bytes());
     model.feed(first.as_bytes());
 
-    let port = free_port();
-    let args = daemon_args(&receiver, port);
+    let args = daemon_args(&receiver);
     let daemon = fx.spawn(&strs(&args));
+    let port = daemon.metrics_port();
     assert!(
         wait_until(PATIENCE, || receiver.backend_totals() == model.expected.totals()),
         "backfill not delivered: {}",
@@ -97,10 +97,10 @@ fn run_killed_with_9_then_restarted_delivers_exact_totals() {
     let mut model = Model::default();
     let mut generator = Generator::new(32);
     let all_days = days(6);
-    let port = free_port();
-    let args = daemon_args(&receiver, port);
+    let args = daemon_args(&receiver);
     for (round, day) in all_days.iter().enumerate() {
         let daemon = fx.spawn(&strs(&args));
+        let port = daemon.metrics_port();
         let text = generator.day_file(day, 400);
         fx.append(&format!("{day}.jsonl"), text.as_bytes());
         model.feed(text.as_bytes());
@@ -111,6 +111,7 @@ fn run_killed_with_9_then_restarted_delivers_exact_totals() {
         daemon.kill9();
     }
     let daemon = fx.spawn(&strs(&args));
+    let port = daemon.metrics_port();
     assert!(
         wait_until(PATIENCE, || receiver.backend_totals() == model.expected.totals()),
         "after restarts, backend {:?}",
@@ -133,8 +134,7 @@ fn sigterm_with_a_hanging_collector_exits_within_five_seconds_and_loses_nothing(
     model.feed(text.as_bytes());
     // The collector takes requests and never answers in time (the default timeout is 10 s).
     receiver.stall(Duration::from_secs(30));
-    let port = free_port();
-    let args = daemon_args(&receiver, port);
+    let args = daemon_args(&receiver);
     let daemon = fx.spawn_with(&strs(&args), &[("RUST_LOG", "info")]);
     assert!(
         wait_until(PATIENCE, || !receiver.requests().is_empty()),
@@ -159,17 +159,17 @@ fn sigterm_with_a_hanging_collector_exits_within_five_seconds_and_loses_nothing(
 fn json_logs_are_one_object_per_line() {
     let fx = Fixture::new();
     fx.append_lines("2026-08-01.jsonl", &[r#"{"ts":"2026-08-01T10:00:00Z","model":"m/x","source":"cli","total":9,"prompt_text":"SECRET-PROMPT"}"#]);
-    let port = free_port();
     let daemon = fx.spawn(&[
         "--otlp",
         "off",
         "--prometheus",
-        &format!("127.0.0.1:{port}"),
+        "127.0.0.1:0",
         "--log-format",
         "json",
         "--log-level",
         "debug",
     ]);
+    let port = daemon.metrics_port();
     assert!(wait_until(PATIENCE, || scrape_totals(port).is_some_and(|t| !t.is_empty())));
     let (status, _, log) = daemon.terminate();
     assert!(status.success());
@@ -197,9 +197,9 @@ fn collector_down_then_up_loses_nothing_and_warns_once_per_outage() {
     fx.append(&format!("{day}.jsonl"), text.as_bytes());
     model.feed(text.as_bytes());
 
-    let port = free_port();
-    let args = daemon_args(&receiver, port);
+    let args = daemon_args(&receiver);
     let daemon = fx.spawn(&strs(&args));
+    let port = daemon.metrics_port();
     // Ingestion goes on while the collector refuses everything.
     let more = generator.day_file(day, 50);
     fx.append(&format!("{day}.jsonl"), more.as_bytes());
@@ -338,18 +338,18 @@ fn status_works_while_the_daemon_runs() {
 fn stats_dir_that_appears_after_start_is_picked_up() {
     let fx = Fixture::new();
     std::fs::remove_dir_all(&fx.stats).unwrap();
-    let port = free_port();
     let daemon = fx.spawn(&[
         "--otlp",
         "off",
         "--prometheus",
-        &format!("127.0.0.1:{port}"),
+        "127.0.0.1:0",
         "--poll-interval",
         "200ms",
     ]);
-    assert!(wait_until(PATIENCE, || daemon
-        .log_text()
-        .contains("does not exist yet")));
+    let port = daemon.metrics_port();
+    // The daemon's own word (the sandbox says something like it at start, before the daemon).
+    let waiting = "does not exist yet; waiting for it";
+    assert!(wait_until(PATIENCE, || daemon.log_text().contains(waiting)));
     std::fs::create_dir_all(&fx.stats).unwrap();
     fx.append_lines(
         "2026-08-01.jsonl",
@@ -358,7 +358,7 @@ fn stats_dir_that_appears_after_start_is_picked_up() {
     assert!(wait_until(PATIENCE, || scrape_totals(port).is_some_and(|t| !t.is_empty())));
     let (status, _, log) = daemon.terminate();
     assert!(status.success());
-    assert_eq!(log.matches("does not exist yet").count(), 1, "said once: {log}");
+    assert_eq!(log.matches(waiting).count(), 1, "said once: {log}");
 }
 
 #[test]
@@ -419,8 +419,7 @@ fn one_stream_for_the_stores_life_across_runs_kills_and_rebuilds() {
     let http = Receiver::http();
     let mut model = Model::default();
     let mut generator = Generator::new(34);
-    let port = free_port();
-    let args = daemon_args(&receiver, port);
+    let args = daemon_args(&receiver);
     let all_days = days(3);
     for (round, day) in all_days.iter().enumerate() {
         let daemon = fx.spawn(&strs(&args));

@@ -222,7 +222,7 @@ fn bad_configuration_is_one_line_never_a_panic_or_a_hang() {
             &[("OTEL_EXPORTER_OTLP_TIMEOUT", "18446744073709551615")],
             "OTEL_EXPORTER_OTLP_TIMEOUT",
         ),
-        (&["run", "--poll-interval", "100000000h"], &[], "poll interval"),
+        (&["run", "--poll-interval", "100000000h"], &[], "--poll-interval"),
         (&["--config", "/dev/zero", "once"], &[], "/dev/zero"),
         (&["--config", &fifo, "once"], &[], &fifo),
         (&["--config", &toml, "once"], &[], "line 3"),
@@ -535,8 +535,7 @@ fn idle_metrics_clients_beyond_the_descriptor_limit_stop_nothing() {
     let mut model = Model::default();
     ledger(&fx, &mut model, 21, 50);
     let receiver = Receiver::http();
-    let port = common::free_port();
-    let listen = format!("127.0.0.1:{port}");
+    let listen = "127.0.0.1:0".to_string();
     // systemd's default soft limit, as a hard limit the exporter cannot raise.
     let mut daemon = fx.spawn_via(
         "prlimit",
@@ -550,6 +549,7 @@ fn idle_metrics_clients_beyond_the_descriptor_limit_stop_nothing() {
             "1s",
         ],
     );
+    let port = daemon.metrics_port();
     assert!(
         wait_until(Duration::from_secs(20), || common::scrape_totals(port).is_some()),
         "never served /metrics: {}",
@@ -671,8 +671,7 @@ fn running_out_of_descriptors_is_reported_and_passes() {
     let mut model = Model::default();
     ledger(&fx, &mut model, 24, 50);
     let receiver = Receiver::http();
-    let port = common::free_port();
-    let listen = format!("127.0.0.1:{port}");
+    let listen = "127.0.0.1:0".to_string();
     // A limit the daemon's own descriptors (about 20) and the 64 connections it serves exceed.
     let mut daemon = fx.spawn_via(
         "prlimit",
@@ -686,6 +685,7 @@ fn running_out_of_descriptors_is_reported_and_passes() {
             "1s",
         ],
     );
+    let port = daemon.metrics_port();
     let expected = model.expected.totals();
     assert!(
         wait_until(Duration::from_secs(30), || receiver.backend_totals() == expected),

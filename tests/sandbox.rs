@@ -87,8 +87,7 @@ fn in_the_sandbox_run_still_ingests_exports_by_host_name_and_serves_metrics() {
         fx.append(&format!("{day}.jsonl"), text.as_bytes());
         model.feed(text.as_bytes());
     }
-    let port = common::free_port();
-    let listen = format!("127.0.0.1:{port}");
+    let listen = "127.0.0.1:0".to_string();
     let daemon = fx.spawn(&[
         "--otlp-endpoint",
         &endpoint,
@@ -99,6 +98,7 @@ fn in_the_sandbox_run_still_ingests_exports_by_host_name_and_serves_metrics() {
         "--prometheus",
         &listen,
     ]);
+    let port = daemon.metrics_port();
     let more = generator.day_file(&days(3)[2], 30);
     fx.append(&format!("{}.jsonl", days(3)[2]), more.as_bytes());
     model.feed(more.as_bytes());

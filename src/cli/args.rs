@@ -1,9 +1,10 @@
 //! The command line, as clap sees it. Resolution against the environment and the config file
-//! happens in [`super::settings`].
+//! happens in [`crate::settings`].
 
-use std::path::PathBuf;
+use clap::{Arg, ArgAction, ArgMatches, Args, FromArgMatches, Parser, Subcommand, ValueEnum};
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use crate::settings::Flags;
+use crate::settings::catalog;
 
 /// `--version`: the crate's version and the commit it was built from.
 pub const VERSION: &str = concat!(
@@ -49,61 +50,71 @@ pub enum Command {
     Man,
 }
 
-/// Options shared by every command. Each is optional here so that its origin (flag, variable,
-/// config file, default) can be told apart.
-#[derive(Debug, Default, Args)]
+/// Options shared by every command, made from the settings catalog
+/// (`src/settings/catalog.rs`). Each is optional here so that its origin (flag, variable, config
+/// file, default) can be told apart.
+#[derive(Debug, Default, Clone)]
 pub struct Options {
-    /// Reasonix's stats folder [default: as Reasonix resolves it, e.g. ~/.reasonix/stats]
-    #[arg(long, global = true, value_name = "DIR")]
-    pub stats_dir: Option<PathBuf>,
-    /// Where the exporter keeps its store [default: $XDG_STATE_HOME/reasonix-exporter]
-    #[arg(long, global = true, value_name = "DIR")]
-    pub state_dir: Option<PathBuf>,
-    /// TOML configuration file [default: $XDG_CONFIG_HOME/reasonix-exporter/config.toml if present]
-    #[arg(long, global = true, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-    /// Collector URL, used as given [default: http://localhost:4318/v1/metrics, or http://localhost:4317 for grpc]
-    #[arg(long, global = true, value_name = "URL")]
-    pub otlp_endpoint: Option<String>,
-    /// grpc or http/protobuf [default: http/protobuf]
-    #[arg(long, global = true, value_name = "PROTOCOL")]
-    pub otlp_protocol: Option<String>,
-    /// on, or off to ingest without exporting [default: on]
-    #[arg(long, global = true, value_name = "on|off")]
-    pub otlp: Option<String>,
-    /// CA certificate (PEM) that signed the collector's, for https endpoints; the only CA trusted
-    #[arg(long, global = true, value_name = "FILE")]
-    pub otlp_certificate: Option<PathBuf>,
-    /// Client certificate (PEM) for mutual TLS with the collector
-    #[arg(long, global = true, value_name = "FILE")]
-    pub otlp_client_certificate: Option<PathBuf>,
-    /// Client private key (PEM) for mutual TLS with the collector
-    #[arg(long, global = true, value_name = "FILE")]
-    pub otlp_client_key: Option<PathBuf>,
-    /// on: on Linux, limit reads to the stats folder and writes to the state dir (landlock) [default: on]
-    #[arg(long, global = true, value_name = "on|off")]
-    pub sandbox: Option<String>,
-    /// How often `run` exports, e.g. 60s [default: 60s]
-    #[arg(long, global = true, value_name = "DURATION")]
-    pub export_interval: Option<String>,
-    /// How often `run` looks for changes when file events are missing, e.g. 2s [default: 2s]
-    #[arg(long, global = true, value_name = "DURATION")]
-    pub poll_interval: Option<String>,
-    /// on, or off to find changes by polling alone (network filesystems) [default: on]
-    #[arg(long, global = true, value_name = "on|off")]
-    pub watch: Option<String>,
-    /// Prometheus listen address, or off [default: 127.0.0.1:9464]
-    #[arg(long, global = true, value_name = "ADDR|off")]
-    pub prometheus: Option<String>,
-    /// Delete the store and rebuild it from the ledger.
-    #[arg(long, global = true)]
+    /// The settings given as flags, by catalog key.
+    pub flags: Flags,
     pub reset_state: bool,
-    /// Log level or filter (error, warn, info, debug, trace) [default: $RUST_LOG, else info]
-    #[arg(long, global = true, value_name = "LEVEL")]
     pub log_level: Option<String>,
-    /// text, or json for log shippers
-    #[arg(long, global = true, value_name = "FORMAT", default_value = "text")]
     pub log_format: LogFormat,
+}
+
+impl Args for Options {
+    fn augment_args(mut cmd: clap::Command) -> clap::Command {
+        for def in catalog::SETTINGS {
+            let Some((flag, value)) = def.flag else { continue };
+            let arg = Arg::new(def.key).long(flag).global(true).help(def.help);
+            cmd = cmd.arg(if value.is_empty() {
+                arg.action(ArgAction::SetTrue)
+            } else {
+                arg.value_name(value).action(ArgAction::Set)
+            });
+        }
+        cmd
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Options::augment_args(cmd)
+    }
+}
+
+impl FromArgMatches for Options {
+    fn from_arg_matches(matches: &ArgMatches) -> Result<Options, clap::Error> {
+        let mut options = Options::default();
+        options.update_from_arg_matches(matches)?;
+        Ok(options)
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
+        for def in catalog::SETTINGS {
+            match def.flag {
+                Some((_, "")) if matches.get_flag(def.key) => {
+                    self.flags.insert(def.key, String::new());
+                }
+                Some((_, "")) => {}
+                Some(_) => {
+                    if let Some(value) = matches.get_one::<String>(def.key) {
+                        self.flags.insert(def.key, value.clone());
+                    }
+                }
+                None => {}
+            }
+        }
+        self.reset_state = self.flags.contains_key(catalog::RESET_STATE.key);
+        self.log_level = self.flags.get(catalog::LOG_LEVEL.key).cloned();
+        if let Some(format) = self.flags.get(catalog::LOG_FORMAT.key) {
+            self.log_format = LogFormat::from_str(format, true).map_err(|_| {
+                clap::Error::raw(
+                    clap::error::ErrorKind::InvalidValue,
+                    format!("--log-format '{format}' is not valid: use text or json\n"),
+                )
+            })?;
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -8,11 +8,11 @@ use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequ
 use prost::Message;
 use serde::Deserialize;
 
-use super::settings::Settings;
 use crate::export::health::ExportHealth;
 use crate::export::transport::Transport;
 use crate::ledger::decode::{Decoded, decode};
 use crate::ledger::discover::ledger_files;
+use crate::settings::Settings;
 use crate::store::{Store, StoreError};
 
 /// The lines of a report: what was checked, and the fix for what is wrong.
@@ -79,6 +79,18 @@ fn check_config(settings: &Settings, report: &mut Report) {
             "no config file; flags, variables and defaults only".into(),
         ),
     }
+    // Every setting not at its default, in the catalog's order, with where it came from; never
+    // a value (header values are secrets).
+    let set: Vec<String> = crate::settings::catalog::SETTINGS
+        .iter()
+        .filter_map(|def| Some(format!("{} (from {})", def.key, settings.origins.get(def.key)?)))
+        .collect();
+    let text = if set.is_empty() {
+        "every setting at its default".to_string()
+    } else {
+        set.join(", ")
+    };
+    report.info("settings", text);
 }
 
 fn check_ledger(settings: &Settings, report: &mut Report) {

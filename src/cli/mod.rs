@@ -5,7 +5,6 @@ pub mod doctor;
 pub mod generate;
 pub mod once;
 
-pub mod settings;
 pub mod status;
 
 /// Says that an export held points back (docs/counting-rules.md, "Never down").

@@ -3,10 +3,10 @@
 use std::io::ErrorKind;
 use std::sync::atomic::AtomicBool;
 
-use super::settings::Settings;
 use crate::export::otlp::OtlpExporter;
 use crate::export::self_metrics::SelfStats;
 use crate::ingest::{self, IngestError};
+use crate::settings::Settings;
 use crate::store::Store;
 
 /// The top-level entry point for `reasonix-exporter once`.

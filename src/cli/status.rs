@@ -2,8 +2,8 @@
 
 use anyhow::Context;
 
-use super::settings::Settings;
 use crate::series::Quantity;
+use crate::settings::Settings;
 use crate::snapshot::{self, StatusJson};
 use crate::store::{Store, StoreError};
 
@@ -100,6 +100,9 @@ fn render_table(doc: &StatusJson) -> String {
         thousands(l.duplicate),
         thousands(l.rejected)
     ));
+    if let Some(addr) = &doc.prometheus {
+        out.push_str(&format!("\nrun serves /metrics on http://{addr}/metrics"));
+    }
     out
 }
 

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use tokio::task::JoinHandle;
 
-use super::{Daemon, FIRST_RETRY};
+use super::Daemon;
 use crate::export::otlp::{ExportError, Outgoing, Sent};
 use crate::export::transport::SendError;
 
@@ -56,7 +56,7 @@ impl Daemon {
                     );
                 }
                 self.export_health.accepted(report.accepted.warning());
-                self.backoff = FIRST_RETRY;
+                self.backoff.reset();
             }
             Err(ExportError::Store(e)) => return self.pause(e),
             Err(e) => {
@@ -78,9 +78,8 @@ impl Daemon {
                     _ => None,
                 };
                 // A collector that says when to come back is taken at its word (capped).
-                let wait = asked.map_or(self.backoff, |asked| asked.max(self.backoff));
+                let wait = self.backoff.next_wait(asked);
                 self.retry_at = Some(tokio::time::Instant::now() + wait);
-                self.backoff = (self.backoff * 2).min(self.settings.export_interval.value);
             }
         }
         if let Err(e) = self.export_health.save(&self.settings.state_dir.value) {

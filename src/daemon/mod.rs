@@ -6,6 +6,7 @@
 //! - `store_fault.rs`: counting paused on a store that cannot be written, and resumed;
 //! - `exports.rs`: the export task, its retries and what the collector said.
 
+mod backoff;
 mod exports;
 mod signals;
 mod stats_dir;
@@ -19,16 +20,17 @@ use anyhow::Context;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 
-use crate::cli::settings::Settings;
 use crate::export::health::ExportHealth;
 use crate::export::otlp::{ExportError, OtlpExporter, Outgoing, Sent};
 use crate::export::prometheus::{self, Snapshot};
 use crate::export::self_metrics::SelfStats;
 use crate::ingest::PollReport;
 use crate::ledger::watch::Watcher;
+use crate::settings::Settings;
 use crate::snapshot::{self, StatusJson};
 use crate::store::Store;
 use crate::store::counts::IngestCounts;
+use backoff::Backoff;
 use exports::{join, sleep_until};
 use signals::StopSignals;
 use stats_dir::DirState;
@@ -58,11 +60,14 @@ pub async fn run(settings: &Settings) -> anyhow::Result<()> {
     });
     let store = Store::open(&settings.state_dir.value, settings.reset_state)?;
     let (snapshots, snapshot_rx) = watch::channel(Arc::new(Snapshot::default()));
+    let mut serving = None;
     if let Some(addr) = settings.prometheus.value {
         let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| {
             format!("cannot listen on {addr} for Prometheus (from {}); choose another address with --prometheus, or --prometheus off", settings.prometheus.origin)
         })?;
-        tracing::info!("serving Prometheus metrics on http://{addr}/metrics");
+        let bound = listener.local_addr().unwrap_or(addr);
+        tracing::info!("serving Prometheus metrics on http://{bound}/metrics");
+        serving = Some(bound.to_string());
         tokio::spawn(prometheus::serve(listener, snapshot_rx));
     }
     let exporter = match &settings.otlp {
@@ -85,12 +90,13 @@ pub async fn run(settings: &Settings) -> anyhow::Result<()> {
         exporter,
         in_flight: None,
         retry_at: None,
-        backoff: FIRST_RETRY,
+        backoff: Backoff::new(FIRST_RETRY, settings.export_interval.value),
         outage_since: None,
         export_failures: 0,
         export_health: ExportHealth::default(),
         held: 0,
         snapshot_counts: None,
+        serving,
         last_poll: PollReport::default(),
         stopping,
     };
@@ -112,7 +118,7 @@ struct Daemon {
     exporter: Option<OtlpExporter>,
     in_flight: Option<JoinHandle<(Outgoing, Sent)>>,
     retry_at: Option<tokio::time::Instant>,
-    backoff: Duration,
+    backoff: Backoff,
     outage_since: Option<Instant>,
     export_failures: u64,
     /// How exports have gone since they last worked, for the log and for `doctor`.
@@ -121,6 +127,8 @@ struct Daemon {
     held: usize,
     /// The counts as of the last `status.json` written.
     snapshot_counts: Option<IngestCounts>,
+    /// The address `/metrics` is served on, as bound.
+    serving: Option<String>,
     last_poll: PollReport,
     /// Set by a stop signal: a poll in progress ends after its current chunk.
     stopping: Arc<AtomicBool>,
@@ -173,7 +181,10 @@ impl Daemon {
         };
         let counts = *store.counts();
         if self.snapshot_counts != Some(counts) {
-            let doc = StatusJson::of(store.lifetime(), &counts);
+            let doc = StatusJson {
+                prometheus: self.serving.clone(),
+                ..StatusJson::of(store.lifetime(), &counts)
+            };
             match snapshot::write(&self.settings.state_dir.value, &doc) {
                 Ok(()) => self.snapshot_counts = Some(counts),
                 Err(e) => tracing::warn!("cannot write the status snapshot in the state dir: {e}"),

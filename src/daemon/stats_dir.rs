@@ -5,7 +5,7 @@ use std::io::ErrorKind;
 use std::path::Path;
 
 use super::Daemon;
-use crate::ingest::{self, IngestError};
+use crate::ingest::{self, FileFailure, IngestError};
 use crate::ledger::watch as ledger_watch;
 use crate::sandbox;
 use crate::store::StoreError;
@@ -30,9 +30,8 @@ impl Daemon {
         };
         // sled writes on into the files of a state dir deleted under it: notice, and start over.
         if !store.path().is_dir() {
-            let path = store.path().to_path_buf();
-            let error = std::io::Error::from(ErrorKind::NotFound);
-            return self.pause(StoreError::Io { path, error });
+            let error = StoreError::io(store.path(), std::io::Error::from(ErrorKind::NotFound));
+            return self.pause(error);
         }
         let stats_dir = self.settings.stats_dir.value.clone();
         let result = tokio::task::block_in_place(|| ingest::poll_until(store, &stats_dir, &self.stopping));
@@ -53,20 +52,7 @@ impl Daemon {
                 }
                 // Once per outage, not once per poll.
                 match (self.last_poll.files_failed, report.files_failed) {
-                    (0, failed) if failed > 0 => {
-                        let (kind, cause) = report
-                            .first_failure
-                            .clone()
-                            .unwrap_or((ErrorKind::Other, "unknown".into()));
-                        let hint = if kind == ErrorKind::PermissionDenied {
-                            format!("; check their permissions{}", sandbox::permission_hint())
-                        } else {
-                            String::new()
-                        };
-                        tracing::warn!(
-                            "{failed} ledger files cannot be read ({cause}); retrying on every poll, their lines are counted once they can{hint}"
-                        )
-                    }
+                    (0, failed) if failed > 0 => warn_unreadable(failed, report.first_failure.as_ref()),
                     (before, 0) if before > 0 => tracing::info!("every ledger file can be read again"),
                     _ => {}
                 }
@@ -131,4 +117,23 @@ impl Daemon {
             }
         }
     }
+}
+
+/// One warning when ledger files start failing to read: the first one by name, and why.
+fn warn_unreadable(failed: usize, first: Option<&FileFailure>) {
+    let Some(first) = first else { return };
+    let others = match failed {
+        1 => String::new(),
+        n => format!(" and {} more", n - 1),
+    };
+    let hint = if first.kind == ErrorKind::PermissionDenied {
+        format!("; check the permissions{}", sandbox::permission_hint())
+    } else {
+        String::new()
+    };
+    tracing::warn!(
+        "ledger file {}{others} cannot be read ({}); retrying on every poll, the lines are counted once they can be{hint}",
+        first.name.to_string_lossy(),
+        first.cause
+    );
 }

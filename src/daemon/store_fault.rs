@@ -6,6 +6,7 @@ use std::io::ErrorKind;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use super::backoff::Backoff;
 use super::{Daemon, FIRST_RETRY};
 use crate::series::{AttrSet, Totals};
 use crate::store::stream::StreamRecord;
@@ -20,7 +21,7 @@ pub(super) struct StoreFault {
     deleted: bool,
     since: Instant,
     retry_at: Instant,
-    wait: Duration,
+    backoff: Backoff,
     /// The cumulative stream as exported: a store rebuilt from the ledger (its folder was
     /// deleted) continues it rather than start a second one.
     stream: StreamRecord,
@@ -67,17 +68,20 @@ impl Daemon {
         let Some(store) = self.store.take() else {
             return Ok(());
         };
-        let retry = self.settings.poll_interval.value.max(FIRST_RETRY);
+        let first = self.settings.poll_interval.value.max(FIRST_RETRY);
+        let mut backoff = Backoff::new(first, MAX_STORE_RETRY);
+        let retry = backoff.next_wait(None);
         tracing::warn!(
-            "counting paused: {} (the store in {}: {cause}); nothing is lost, it resumes from the ledger on its own; retrying in {retry:?}, then less often up to every {MAX_STORE_RETRY:?}",
+            "counting paused: {} (the store in {}: {cause}); nothing is lost, it resumes from the ledger on its own; retrying in {:.1?}, then less often up to every {MAX_STORE_RETRY:?}",
             StoreFault::what(cause),
             self.settings.state_dir.value.display(),
+            retry,
         );
         self.fault = Some(StoreFault {
             deleted: cause.kind() == ErrorKind::NotFound,
             since: Instant::now(),
             retry_at: Instant::now() + retry,
-            wait: retry,
+            backoff,
             stream: store.stream().clone(),
             delivered: store.delivered().clone(),
         });
@@ -111,8 +115,7 @@ impl Daemon {
                 )
             }
             Err(StoreError::Io { .. }) => {
-                fault.wait = (fault.wait * 2).min(MAX_STORE_RETRY);
-                fault.retry_at = Instant::now() + fault.wait;
+                fault.retry_at = Instant::now() + fault.backoff.next_wait(None);
                 Ok(false)
             }
             Err(e) => Err(e.into()),

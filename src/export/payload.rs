@@ -119,52 +119,14 @@ fn build(
     values: &BTreeMap<AttrSet, Totals>,
     with_health: bool,
 ) -> Option<Built> {
-    let cumulative = contents.temporality == Temporality::Cumulative;
-    let interval = contents.interval;
     let (mut points, mut held) = (0, 0);
     let mut metrics: Vec<Metric> = Quantity::ALL
         .iter()
         .filter_map(|quantity| {
-            let mut data_points = Vec::new();
-            for (attrs, totals) in values {
-                let value = totals.get(*quantity);
-                if value == 0 {
-                    continue;
-                }
-                let mark = contents.stream.series.get(attrs).map_or(0, |m| m.get(*quantity));
-                if cumulative && value < mark {
-                    held += 1;
-                    continue;
-                }
-                data_points.push(NumberDataPoint {
-                    attributes: attributes(attrs),
-                    start_time_unix_nano: interval.start_ns,
-                    time_unix_nano: interval.end_ns,
-                    // OTLP integers are signed: a sum past 2^63 is pinned, never wrapped.
-                    value: Some(number_data_point::Value::AsInt(
-                        i64::try_from(value).unwrap_or(i64::MAX),
-                    )),
-                    ..NumberDataPoint::default()
-                });
-                points += 1;
-            }
-            if data_points.is_empty() {
-                return None;
-            }
-            Some(Metric {
-                name: quantity.otlp_name().into(),
-                description: quantity.description().into(),
-                unit: quantity.unit().into(),
-                data: Some(metric::Data::Sum(Sum {
-                    data_points,
-                    aggregation_temporality: match contents.temporality {
-                        Temporality::Cumulative => AggregationTemporality::Cumulative,
-                        Temporality::Delta => AggregationTemporality::Delta,
-                    } as i32,
-                    is_monotonic: true,
-                })),
-                ..Metric::default()
-            })
+            let (data_points, kept_back) = data_points(contents, values, *quantity);
+            held += kept_back;
+            points += data_points.len();
+            (!data_points.is_empty()).then(|| sum_metric(*quantity, data_points, contents.temporality))
         })
         .collect();
     if metrics.is_empty() && held == 0 {
@@ -172,7 +134,7 @@ fn build(
     }
     let own = Interval {
         start_ns: contents.stream.start_ns,
-        end_ns: interval.end_ns,
+        end_ns: contents.interval.end_ns,
     };
     if with_health {
         metrics.extend(self_metrics(contents.health, own, &contents.stream.own));
@@ -197,6 +159,58 @@ fn build(
         points,
         held,
     })
+}
+
+/// The points of one quantity, zeros left out; and how many were held back (cumulative only:
+/// a value below what was sent before for its series).
+fn data_points(
+    contents: &Contents<'_>,
+    values: &BTreeMap<AttrSet, Totals>,
+    quantity: Quantity,
+) -> (Vec<NumberDataPoint>, usize) {
+    let cumulative = contents.temporality == Temporality::Cumulative;
+    let mut held = 0;
+    let mut points = Vec::new();
+    for (attrs, totals) in values {
+        let value = totals.get(quantity);
+        if value == 0 {
+            continue;
+        }
+        let mark = contents.stream.series.get(attrs).map_or(0, |m| m.get(quantity));
+        if cumulative && value < mark {
+            held += 1;
+            continue;
+        }
+        points.push(NumberDataPoint {
+            attributes: attributes(attrs),
+            start_time_unix_nano: contents.interval.start_ns,
+            time_unix_nano: contents.interval.end_ns,
+            // OTLP integers are signed: a sum past 2^63 is pinned, never wrapped.
+            value: Some(number_data_point::Value::AsInt(
+                i64::try_from(value).unwrap_or(i64::MAX),
+            )),
+            ..NumberDataPoint::default()
+        });
+    }
+    (points, held)
+}
+
+/// A monotonic sum of `quantity`.
+fn sum_metric(quantity: Quantity, data_points: Vec<NumberDataPoint>, temporality: Temporality) -> Metric {
+    Metric {
+        name: quantity.otlp_name().into(),
+        description: quantity.description().into(),
+        unit: quantity.unit().into(),
+        data: Some(metric::Data::Sum(Sum {
+            data_points,
+            aggregation_temporality: match temporality {
+                Temporality::Cumulative => AggregationTemporality::Cumulative,
+                Temporality::Delta => AggregationTemporality::Delta,
+            } as i32,
+            is_monotonic: true,
+        })),
+        ..Metric::default()
+    }
 }
 
 /// The stream after `contents` went out: every mark raised to what was offered (a held point's

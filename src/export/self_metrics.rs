@@ -54,6 +54,13 @@ impl SelfStats {
 
 impl SelfStats {
     pub fn metrics(&self) -> Vec<SelfMetric> {
+        let mut metrics = self.counters();
+        metrics.extend(self.gauges());
+        metrics
+    }
+
+    /// The counters: lines by outcome, bytes, folds and export failures.
+    fn counters(&self) -> Vec<SelfMetric> {
         let c = &self.counts;
         let counter = |otlp_name, prom_name, unit, help, value: u64| SelfMetric {
             otlp_name,
@@ -62,14 +69,6 @@ impl SelfStats {
             help,
             kind: Kind::Counter,
             values: vec![(None, value as f64)],
-        };
-        let gauge = |otlp_name, prom_name, unit, help, value: f64| SelfMetric {
-            otlp_name,
-            prom_name,
-            unit,
-            help,
-            kind: Kind::Gauge,
-            values: vec![(None, value)],
         };
         let mut export_failures = counter(
             "reasonix_exporter.export.failures",
@@ -128,6 +127,20 @@ impl SelfStats {
                 c.folded,
             ),
             export_failures,
+        ]
+    }
+
+    /// The gauges: files tracked, the last poll, the store's size.
+    fn gauges(&self) -> Vec<SelfMetric> {
+        let gauge = |otlp_name, prom_name, unit, help, value: f64| SelfMetric {
+            otlp_name,
+            prom_name,
+            unit,
+            help,
+            kind: Kind::Gauge,
+            values: vec![(None, value)],
+        };
+        vec![
             gauge(
                 "reasonix_exporter.files.tracked",
                 "reasonix_exporter_files_tracked",

@@ -41,6 +41,35 @@ impl fmt::Debug for TlsFiles {
     }
 }
 
+/// Why the TLS files cannot be used: each names the file and where its path came from, never
+/// its bytes.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error(
+        "{0} is set but no client key is: set OTEL_EXPORTER_OTLP_CLIENT_KEY (or --otlp-client-key) too, for mutual TLS"
+    )]
+    NoKey(String),
+    #[error(
+        "{0} is set but no client certificate is: set OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE (or --otlp-client-certificate) too, for mutual TLS"
+    )]
+    NoCertificate(String),
+    #[error("cannot read {} (from {from}): {error}; fix the path or the file's permissions", path.display())]
+    Unreadable {
+        path: PathBuf,
+        from: String,
+        error: std::io::Error,
+    },
+    #[error("{} (from {from}) is not valid PEM: give a PEM certificate file", path.display())]
+    NotPem { path: PathBuf, from: String },
+    #[error("{} (from {from}) holds no certificate: give a PEM file with a BEGIN CERTIFICATE block", path.display())]
+    NoCertificateInFile { path: PathBuf, from: String },
+    #[error(
+        "{} (from {from}) holds no private key: give a PEM file with a BEGIN PRIVATE KEY block (PKCS#8, PKCS#1 or SEC1)",
+        path.display()
+    )]
+    NoKeyInFile { path: PathBuf, from: String },
+}
+
 impl TlsFiles {
     pub fn is_empty(&self) -> bool {
         self.ca.is_none() && self.client.is_none()
@@ -51,20 +80,12 @@ impl TlsFiles {
         ca: Option<(&Path, &str)>,
         client_cert: Option<(&Path, &str)>,
         client_key: Option<(&Path, &str)>,
-    ) -> Result<TlsFiles, String> {
+    ) -> Result<TlsFiles, TlsError> {
         let ca = ca.map(|(path, from)| read_certificates(path, from)).transpose()?;
         let client = match (client_cert, client_key) {
             (None, None) => None,
-            (Some((_, from)), None) => {
-                return Err(format!(
-                    "{from} is set but no client key is: set OTEL_EXPORTER_OTLP_CLIENT_KEY (or --otlp-client-key) too, for mutual TLS"
-                ));
-            }
-            (None, Some((_, from))) => {
-                return Err(format!(
-                    "{from} is set but no client certificate is: set OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE (or --otlp-client-certificate) too, for mutual TLS"
-                ));
-            }
+            (Some((_, from)), None) => return Err(TlsError::NoKey(from.to_owned())),
+            (None, Some((_, from))) => return Err(TlsError::NoCertificate(from.to_owned())),
             (Some((cert, cert_from)), Some((key, key_from))) => {
                 Some((read_certificates(cert, cert_from)?, read_key(key, key_from)?))
             }
@@ -73,30 +94,26 @@ impl TlsFiles {
     }
 }
 
-fn read(path: &Path, from: &str) -> Result<Vec<u8>, String> {
-    std::fs::read(path).map_err(|e| {
-        format!(
-            "cannot read {} (from {from}): {e}; fix the path or the file's permissions",
-            path.display()
-        )
+fn read(path: &Path, from: &str) -> Result<Vec<u8>, TlsError> {
+    std::fs::read(path).map_err(|error| TlsError::Unreadable {
+        path: path.to_path_buf(),
+        from: from.to_owned(),
+        error,
     })
 }
 
-fn read_certificates(path: &Path, from: &str) -> Result<PemFile, String> {
+fn read_certificates(path: &Path, from: &str) -> Result<PemFile, TlsError> {
     let pem = read(path, from)?;
+    let named = || (path.to_path_buf(), from.to_owned());
     let certificates = CertificateDer::pem_slice_iter(&pem)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|_| {
-            format!(
-                "{} (from {from}) is not valid PEM: give a PEM certificate file",
-                path.display()
-            )
+            let (path, from) = named();
+            TlsError::NotPem { path, from }
         })?;
     if certificates.is_empty() {
-        return Err(format!(
-            "{} (from {from}) holds no certificate: give a PEM file with a BEGIN CERTIFICATE block",
-            path.display()
-        ));
+        let (path, from) = named();
+        return Err(TlsError::NoCertificateInFile { path, from });
     }
     Ok(PemFile {
         path: path.to_path_buf(),
@@ -104,14 +121,12 @@ fn read_certificates(path: &Path, from: &str) -> Result<PemFile, String> {
     })
 }
 
-fn read_key(path: &Path, from: &str) -> Result<PemFile, String> {
+fn read_key(path: &Path, from: &str) -> Result<PemFile, TlsError> {
     let pem = read(path, from)?;
     // The parse error could quote the file; only the path is shown.
-    PrivateKeyDer::from_pem_slice(&pem).map_err(|_| {
-        format!(
-            "{} (from {from}) holds no private key: give a PEM file with a BEGIN PRIVATE KEY block (PKCS#8, PKCS#1 or SEC1)",
-            path.display()
-        )
+    PrivateKeyDer::from_pem_slice(&pem).map_err(|_| TlsError::NoKeyInFile {
+        path: path.to_path_buf(),
+        from: from.to_owned(),
     })?;
     Ok(PemFile {
         path: path.to_path_buf(),
@@ -134,8 +149,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cert = dir.path().join("client.pem");
         std::fs::write(&cert, "x").unwrap();
-        let err =
-            TlsFiles::load(None, Some((&cert, "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE")), None).unwrap_err();
+        let err = TlsFiles::load(None, Some((&cert, "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE")), None)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("OTEL_EXPORTER_OTLP_CLIENT_KEY"), "{err}");
     }
 
@@ -144,13 +160,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let ca = dir.path().join("ca.pem");
         std::fs::write(&ca, "not a certificate").unwrap();
-        let err = TlsFiles::load(Some((&ca, "--otlp-certificate")), None, None).unwrap_err();
+        let err = TlsFiles::load(Some((&ca, "--otlp-certificate")), None, None)
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("ca.pem") && err.contains("BEGIN CERTIFICATE"),
             "{err}"
         );
         let missing = dir.path().join("missing.pem");
-        let err = TlsFiles::load(Some((&missing, "--otlp-certificate")), None, None).unwrap_err();
+        let err = TlsFiles::load(Some((&missing, "--otlp-certificate")), None, None)
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("missing.pem") && err.contains("--otlp-certificate"),
             "{err}"

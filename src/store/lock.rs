@@ -23,10 +23,7 @@ impl StateLock {
     /// moment (`brief` true).
     pub fn acquire(state_dir: &Path, brief: bool) -> Result<StateLock, StoreError> {
         let path = state_dir.join("lock");
-        let io_error = |source| StoreError::Io {
-            path: path.clone(),
-            error: source,
-        };
+        let io_error = |source| StoreError::io(&path, source);
         let mut file = File::options()
             .read(true)
             .write(true)

@@ -158,12 +158,8 @@ pub fn read(path: &Path) -> Result<Option<StreamRecord>, StoreError> {
 
 /// Replaces the record at `path` so that it survives a power cut.
 pub fn write(path: &Path, record: &StreamRecord) -> Result<(), StoreError> {
-    crate::files::replace(path, &record.encode(), crate::files::Durability::PowerCut).map_err(|error| {
-        StoreError::Io {
-            path: path.to_path_buf(),
-            error,
-        }
-    })
+    crate::files::replace(path, &record.encode(), crate::files::Durability::PowerCut)
+        .map_err(|error| StoreError::io(path, error))
 }
 
 #[cfg(test)]

@@ -257,11 +257,10 @@ impl Fixture {
     /// Starts `run` without OTLP, serving `/metrics` on a free port, plus `extra` options, and
     /// waits until it serves. Returns the daemon and the port.
     pub fn spawn_serving(&self, extra: &[&str]) -> (Daemon, u16) {
-        let port = free_port();
-        let listen = format!("127.0.0.1:{port}");
-        let mut args = vec!["--otlp", "off", "--prometheus", &listen];
+        let mut args = vec!["--otlp", "off", "--prometheus", "127.0.0.1:0"];
         args.extend_from_slice(extra);
         let daemon = self.spawn(&args);
+        let port = daemon.metrics_port();
         assert!(
             wait_until(std::time::Duration::from_secs(20), || scrape_totals(port)
                 .is_some()),
@@ -275,6 +274,27 @@ impl Fixture {
 impl Daemon {
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// The port `run` serves `/metrics` on, as its log says once it has bound it: start it with
+    /// `--prometheus 127.0.0.1:0` and no two tests can want the same port.
+    pub fn metrics_port(&self) -> u16 {
+        const SAYS: &str = "serving Prometheus metrics on http://127.0.0.1:";
+        let mut port = None;
+        let found = wait_until(std::time::Duration::from_secs(20), || {
+            let log = self.log_text();
+            port = log.find(SAYS).and_then(|at| {
+                let rest = &log[at + SAYS.len()..];
+                rest[..rest.find('/')?].parse().ok()
+            });
+            port.is_some()
+        });
+        assert!(
+            found,
+            "run never said where it serves /metrics: {}",
+            self.log_text()
+        );
+        port.unwrap()
     }
 
     /// SIGTERM, then wait; returns how long the exit took.
@@ -309,7 +329,10 @@ pub fn send_signal(pid: u32, signal: &str) {
     assert!(ok.success(), "kill -{signal} {pid}");
 }
 
-/// A loopback port nobody listens on right now.
+/// A loopback port nobody listens on right now, for the servers the tests start that cannot
+/// bind port 0 and say so (a collector, Prometheus): another test may take it before they bind,
+/// which fails that test loudly rather than quietly. The exporter binds port 0 instead (see
+/// [`Daemon::metrics_port`]).
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -318,13 +341,12 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// Calls `check` until it returns true or `timeout` passes; returns whether it did.
 /// Whether strace is there for a system-call audit (`.ci/run` installs it); a developer machine
-/// without it skips the audit, and says so.
+/// without it skips the audit and says so; in CI its absence fails the test.
 pub fn strace_installed() -> bool {
     let installed = Command::new("strace").arg("-V").output().is_ok();
     if !installed {
-        eprintln!("strace not installed: skipping the system-call audit");
+        tools::skip("strace is not installed (apt-get install strace)");
     }
     installed
 }
@@ -351,6 +373,7 @@ fn thread_states(pid: u32) -> String {
     lines.join("\n")
 }
 
+/// Calls `check` until it returns true or `timeout` passes; returns whether it did.
 pub fn wait_until(timeout: std::time::Duration, mut check: impl FnMut() -> bool) -> bool {
     let deadline = std::time::Instant::now() + timeout;
     loop {

@@ -49,3 +49,16 @@ fn missing(test: &str, reason: &str) -> Option<PathBuf> {
     eprintln!("SKIPPED {test}: {reason}");
     None
 }
+
+/// The running test's name: libtest runs each test on a thread named after it.
+pub fn test_name() -> String {
+    std::thread::current().name().unwrap_or("a test").to_string()
+}
+
+/// Says that the running test cannot do what it is for here, in one `SKIPPED <test>: <reason>`
+/// line; fails in CI, where everything the suite needs is installed.
+pub fn skip(reason: &str) {
+    let test = test_name();
+    assert!(!in_ci(), "{test}: {reason}");
+    eprintln!("SKIPPED {test}: {reason}");
+}

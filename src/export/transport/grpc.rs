@@ -94,9 +94,11 @@ fn grpc_send_error(status: &tonic::Status) -> SendError {
         (code, None) => SendError::Refused {
             detail,
             retry_after: None,
+            // The collector's own words: gRPC has no separate code for "too large".
             too_large: code == tonic::Code::ResourceExhausted
                 && (status.message().contains("larger than max") || status.message().contains("too large")),
         },
+        // hyper-util's connect error is a private type: its text is all there is to go by.
         (_, Some(chain)) if chain.contains("tcp connect error") || chain.contains("dns error") => {
             SendError::NotSent(detail)
         }

@@ -1,0 +1,460 @@
+//! Every setting resolved once, flag > environment > config file > default, remembering where
+//! each value came from (for `doctor` and for error messages). What the settings are is in
+//! `catalog.rs`; the config file in `file.rs`; the OTLP target in `otlp.rs`.
+
+pub mod catalog;
+pub mod file;
+mod otlp;
+mod values;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{anyhow, bail};
+
+use crate::export::payload::Temporality;
+use crate::export::transport::OtlpTarget;
+use crate::paths::{Origin, clean_path, home_dir, reasonix_stats_dir};
+use catalog::{
+    Def, EXPORT_INTERVAL, OTLP, POLL_INTERVAL, PROMETHEUS, SANDBOX, SDK_DISABLED, STATE_DIR, STATS_DIR, WATCH,
+};
+use file::FileConfig;
+use values::{MAX_INTERVAL, parse_duration, parse_millis, parse_on_off};
+
+/// A resolved value and where it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Setting<T> {
+    pub value: T,
+    pub origin: Origin,
+}
+
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub stats_dir: Setting<PathBuf>,
+    pub state_dir: Setting<PathBuf>,
+    /// The config file that was read, if any.
+    pub config_file: Option<PathBuf>,
+    /// `None` when OTLP export is off.
+    pub otlp: Option<OtlpSettings>,
+    pub export_interval: Setting<Duration>,
+    pub poll_interval: Setting<Duration>,
+    /// Whether `run` listens for file events (else it polls alone).
+    pub watch: Setting<bool>,
+    /// `None` when the Prometheus endpoint is off.
+    pub prometheus: Setting<Option<SocketAddr>>,
+    /// Whether `run` and `once` enter the landlock sandbox.
+    pub sandbox: Setting<bool>,
+    pub reset_state: bool,
+    /// The store's identity towards backends (`service.instance.id`): `user@host`, with a short
+    /// hash of the state dir when it is not the default one, so that two stores on one host never
+    /// feed one series, and a store keeps its series across restarts and rebuilds.
+    pub instance: String,
+    /// Where each setting that was set came from, by its catalog key (for `doctor`).
+    pub origins: BTreeMap<&'static str, Origin>,
+}
+
+/// Where and how to export.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OtlpSettings {
+    pub target: OtlpTarget,
+    pub temporality: Temporality,
+}
+
+/// The command line's values, by catalog key (a switch is present with an empty value).
+pub type Flags = BTreeMap<&'static str, String>;
+
+type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// Looks a variable up in the process environment; blank counts as unset.
+pub fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// Where a setting's value can come from, in order of precedence.
+struct Sources<'a> {
+    flags: &'a Flags,
+    env: Env<'a>,
+    file: FileConfig,
+    /// What each picked setting's value came from.
+    origins: std::cell::RefCell<BTreeMap<&'static str, Origin>>,
+}
+
+impl Sources<'_> {
+    /// The flag, then the variables in order, then the config file key.
+    fn pick(&self, def: &'static Def) -> Option<(String, Origin)> {
+        let picked = def
+            .flag
+            .and_then(|_| self.flags.get(def.key))
+            .map(|v| (v.clone(), Origin::Flag))
+            .or_else(|| {
+                def.vars
+                    .iter()
+                    .find_map(|var| (self.env)(var).map(|v| (v, Origin::Env(var))))
+            })
+            .or_else(|| {
+                def.in_file
+                    .then(|| self.file.get(def.key))
+                    .flatten()
+                    .map(|v| (v.to_string(), Origin::ConfigFile))
+            });
+        if let Some((_, origin)) = &picked {
+            self.origins.borrow_mut().insert(def.key, origin.clone());
+        }
+        picked
+    }
+}
+
+/// How an error names where a value came from: the flag, the variable, or the file's key.
+fn source_name(def: &Def, origin: &Origin) -> String {
+    match origin {
+        Origin::Flag => format!("--{}", def.flag.map_or(def.key, |f| f.0)),
+        Origin::Env(var) => (*var).to_string(),
+        Origin::ConfigFile => format!("{} in the config file", def.key),
+        Origin::Default => "the default".into(),
+    }
+}
+
+impl Settings {
+    pub fn resolve(flags: &Flags, reset_state: bool, env: Env<'_>) -> anyhow::Result<Settings> {
+        let (file, config_file) = file::load(flags.get(catalog::CONFIG.key).map(String::as_str), env)?;
+        let sources = Sources {
+            flags,
+            env,
+            file,
+            origins: Default::default(),
+        };
+        let stats_dir = resolve_stats_dir(&sources)?;
+        let state_dir = resolve_state_dir(&sources)?;
+        let otlp = match resolve_otlp_on(&sources)? {
+            true => Some(otlp::resolve(&sources)?),
+            false => None,
+        };
+        let export_interval = resolve_export_interval(&sources)?;
+        let poll_interval = match sources.pick(&POLL_INTERVAL) {
+            Some((raw, origin)) => Setting {
+                value: parse_duration(&raw, &source_name(&POLL_INTERVAL, &origin))?,
+                origin,
+            },
+            None => default(Duration::from_secs(2)),
+        };
+        let watch = on_off(&sources, &WATCH)?;
+        let prometheus = resolve_prometheus(&sources)?;
+        let sandbox = on_off(&sources, &SANDBOX)?;
+        let instance = instance_id(&state_dir.value, default_state_dir(env).as_deref());
+        Ok(Settings {
+            instance,
+            stats_dir,
+            state_dir,
+            config_file,
+            otlp,
+            export_interval,
+            poll_interval,
+            watch,
+            prometheus,
+            sandbox,
+            reset_state,
+            origins: sources.origins.into_inner(),
+        })
+    }
+}
+
+fn default<T>(value: T) -> Setting<T> {
+    Setting {
+        value,
+        origin: Origin::Default,
+    }
+}
+
+fn resolve_stats_dir(sources: &Sources<'_>) -> anyhow::Result<Setting<PathBuf>> {
+    Ok(match sources.pick(&STATS_DIR) {
+        Some((raw, origin)) => Setting {
+            value: clean_path(&raw, sources.env)
+                .ok_or_else(|| anyhow!("stats dir setting from {origin} is blank"))?,
+            origin,
+        },
+        None => {
+            let (value, origin) = reasonix_stats_dir(sources.env).ok_or_else(|| {
+                anyhow!("cannot find the Reasonix stats dir: no home folder; set --stats-dir")
+            })?;
+            Setting { value, origin }
+        }
+    })
+}
+
+fn resolve_state_dir(sources: &Sources<'_>) -> anyhow::Result<Setting<PathBuf>> {
+    Ok(match sources.pick(&STATE_DIR) {
+        Some((raw, origin)) => Setting {
+            value: clean_path(&raw, sources.env)
+                .ok_or_else(|| anyhow!("state dir setting from {origin} is blank"))?,
+            origin,
+        },
+        None => default(
+            default_state_dir(sources.env)
+                .ok_or_else(|| anyhow!("cannot choose a state dir: no home folder; set --state-dir"))?,
+        ),
+    })
+}
+
+/// `OTEL_SDK_DISABLED=true` turns export off, whatever else says; then the `otlp` setting.
+fn resolve_otlp_on(sources: &Sources<'_>) -> anyhow::Result<bool> {
+    if (sources.env)(SDK_DISABLED).is_some_and(|v| v.trim().eq_ignore_ascii_case("true")) {
+        sources
+            .origins
+            .borrow_mut()
+            .insert(OTLP.key, Origin::Env(SDK_DISABLED));
+        return Ok(false);
+    }
+    Ok(on_off(sources, &OTLP)?.value)
+}
+
+/// The flag and the file write a duration (`60s`); the OTel variable, milliseconds.
+fn resolve_export_interval(sources: &Sources<'_>) -> anyhow::Result<Setting<Duration>> {
+    Ok(match sources.pick(&EXPORT_INTERVAL) {
+        Some((raw, origin @ Origin::Env(var))) => Setting {
+            value: parse_millis(&raw, var, MAX_INTERVAL)?,
+            origin,
+        },
+        Some((raw, origin)) => Setting {
+            value: parse_duration(&raw, &source_name(&EXPORT_INTERVAL, &origin))?,
+            origin,
+        },
+        None => default(Duration::from_secs(60)),
+    })
+}
+
+fn resolve_prometheus(sources: &Sources<'_>) -> anyhow::Result<Setting<Option<SocketAddr>>> {
+    Ok(match sources.pick(&PROMETHEUS) {
+        Some((raw, origin)) if raw.trim() == "off" => Setting { value: None, origin },
+        Some((raw, origin)) => Setting {
+            value: Some(raw.trim().parse().map_err(|_| {
+                anyhow!(
+                    "prometheus address '{raw}' from {origin} is not HOST:PORT (e.g. 127.0.0.1:9464) or off"
+                )
+            })?),
+            origin,
+        },
+        None => default(Some(SocketAddr::from(([127, 0, 0, 1], 9464)))),
+    })
+}
+
+/// An on/off setting that is on unless set.
+fn on_off(sources: &Sources<'_>, def: &'static Def) -> anyhow::Result<Setting<bool>> {
+    Ok(match sources.pick(def) {
+        None => default(true),
+        Some((value, origin)) => match parse_on_off(&value) {
+            Some(on) => Setting { value: on, origin },
+            None => bail!(
+                "{} setting '{value}' from {origin} is not valid: use on or off",
+                def.key
+            ),
+        },
+    })
+}
+
+/// `user@host`, and `/` with 8 hex digits of the state dir's hash unless it is `default`.
+fn instance_id(state_dir: &Path, default: Option<&Path>) -> String {
+    let host = gethostname::gethostname().to_string_lossy().into_owned();
+    let mut id = format!("{}@{host}", user_name());
+    if default != Some(state_dir) {
+        let hash = xxhash_rust::xxh3::xxh3_64(state_dir.as_os_str().as_encoded_bytes());
+        id.push_str(&format!("/{:08x}", hash >> 32));
+    }
+    id
+}
+
+/// The name of the user this process runs as (not `$USER`, which a service may not have).
+fn user_name() -> String {
+    #[cfg(unix)]
+    {
+        // SAFETY: getpwuid returns a pointer into static storage or null; it is read at once,
+        // before any other call could reuse that storage, and copied out.
+        unsafe {
+            let uid = libc::getuid();
+            let entry = libc::getpwuid(uid);
+            if !entry.is_null() && !(*entry).pw_name.is_null() {
+                return std::ffi::CStr::from_ptr((*entry).pw_name)
+                    .to_string_lossy()
+                    .into_owned();
+            }
+            format!("uid{uid}")
+        }
+    }
+    #[cfg(not(unix))]
+    std::env::var("USERNAME").unwrap_or_else(|_| "user".into())
+}
+
+/// `$XDG_STATE_HOME/reasonix-exporter`, else the platform's per-user state folder.
+fn default_state_dir(env: Env<'_>) -> Option<PathBuf> {
+    const NAME: &str = "reasonix-exporter";
+    if cfg!(windows) {
+        return env("LOCALAPPDATA").map(|d| Path::new(&d).join(NAME));
+    }
+    if let Some(state) = env("XDG_STATE_HOME").and_then(|v| clean_path(&v, env)) {
+        return Some(state.join(NAME));
+    }
+    let home = home_dir(env)?;
+    if cfg!(target_os = "macos") {
+        return Some(home.join("Library/Application Support").join(NAME));
+    }
+    Some(home.join(".local/state").join(NAME))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::export::transport::OtlpProtocol;
+    use crate::paths::env_of;
+
+    fn flags(pairs: &[(&'static str, &str)]) -> Flags {
+        pairs.iter().map(|(k, v)| (*k, v.to_string())).collect()
+    }
+
+    fn resolve(flags: &Flags, env: Env<'_>) -> anyhow::Result<Settings> {
+        Settings::resolve(flags, false, env)
+    }
+
+    #[test]
+    fn defaults_follow_reasonix_and_xdg() {
+        let s = resolve(&Flags::new(), &env_of(&[("HOME", "/u")])).unwrap();
+        assert_eq!(s.stats_dir.value, PathBuf::from("/u/.reasonix/stats"));
+        assert_eq!(
+            s.state_dir.value,
+            PathBuf::from("/u/.local/state/reasonix-exporter")
+        );
+        let otlp = s.otlp.unwrap();
+        assert_eq!(otlp.target.endpoint, "http://localhost:4318/v1/metrics");
+        assert_eq!(otlp.target.protocol, OtlpProtocol::HttpProtobuf);
+        assert_eq!(otlp.target.timeout, Duration::from_secs(10));
+        assert!(!otlp.target.gzip);
+        assert_eq!(otlp.temporality, Temporality::Cumulative);
+        assert_eq!(s.export_interval.value, Duration::from_secs(60));
+        assert_eq!(s.prometheus.value, Some("127.0.0.1:9464".parse().unwrap()));
+    }
+
+    #[test]
+    fn flag_beats_variable_beats_default() {
+        let env = env_of(&[
+            ("HOME", "/u"),
+            ("REASONIX_EXPORTER_STATE_DIR", "/from-env"),
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318/"),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+        ]);
+        let s = resolve(&Flags::new(), &env).unwrap();
+        assert_eq!(s.state_dir.value, PathBuf::from("/from-env"));
+        assert_eq!(s.state_dir.origin, Origin::Env("REASONIX_EXPORTER_STATE_DIR"));
+        // gRPC: the generic endpoint is used as it is.
+        assert_eq!(s.otlp.unwrap().target.endpoint, "http://collector:4318/");
+
+        let opts = flags(&[("state_dir", "/from-flag"), ("otlp_protocol", "http/protobuf")]);
+        let s = resolve(&opts, &env).unwrap();
+        assert_eq!(s.state_dir.value, PathBuf::from("/from-flag"));
+        assert_eq!(
+            s.otlp.unwrap().target.endpoint,
+            "http://collector:4318/v1/metrics"
+        );
+    }
+
+    #[test]
+    fn signal_endpoint_is_used_as_given() {
+        let env = env_of(&[
+            ("HOME", "/u"),
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://generic:4318"),
+            ("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "http://m:9/custom"),
+        ]);
+        let s = resolve(&Flags::new(), &env).unwrap();
+        assert_eq!(s.otlp.unwrap().target.endpoint, "http://m:9/custom");
+    }
+
+    #[test]
+    fn standard_variables_set_headers_timeout_compression() {
+        let env = env_of(&[
+            ("HOME", "/u"),
+            ("OTEL_EXPORTER_OTLP_HEADERS", "x-generic=1"),
+            ("OTEL_EXPORTER_OTLP_METRICS_HEADERS", "authorization=Bearer%20t"),
+            ("OTEL_EXPORTER_OTLP_TIMEOUT", "2500"),
+            ("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip"),
+            ("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", "Delta"),
+        ]);
+        let otlp = resolve(&Flags::new(), &env).unwrap().otlp.unwrap();
+        assert_eq!(
+            otlp.target.headers.0,
+            [("authorization".to_string(), "Bearer t".to_string())]
+        );
+        assert_eq!(otlp.target.timeout, Duration::from_millis(2500));
+        assert!(otlp.target.gzip);
+        assert_eq!(otlp.temporality, Temporality::Delta);
+        let env = env_of(&[("HOME", "/u"), ("OTEL_EXPORTER_OTLP_HEADERS", "token:s3cret")]);
+        let err = resolve(&Flags::new(), &env).unwrap_err().to_string();
+        assert!(
+            err.contains("OTEL_EXPORTER_OTLP_HEADERS") && !err.contains("s3cret"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn sdk_disabled_turns_otlp_off() {
+        let env = env_of(&[("HOME", "/u"), ("OTEL_SDK_DISABLED", "true")]);
+        assert!(resolve(&Flags::new(), &env).unwrap().otlp.is_none());
+    }
+
+    #[test]
+    fn bad_values_name_the_setting() {
+        let env = env_of(&[("HOME", "/u")]);
+        let opts = flags(&[("otlp_protocol", "http/json")]);
+        let err = resolve(&opts, &env).unwrap_err().to_string();
+        assert!(
+            err.contains("--otlp-protocol") && err.contains("grpc or http/protobuf"),
+            "{err}"
+        );
+        let env = env_of(&[("HOME", "/u"), ("OTEL_METRIC_EXPORT_INTERVAL", "soon")]);
+        let err = resolve(&Flags::new(), &env).unwrap_err().to_string();
+        assert!(err.contains("OTEL_METRIC_EXPORT_INTERVAL"), "{err}");
+    }
+
+    #[test]
+    fn the_example_config_resolves_and_its_origins_are_kept() {
+        // The example's certificate paths don't exist here; everything else resolves.
+        let resolvable: String = catalog::example_config()
+            .lines()
+            .filter_map(|l| l.strip_prefix("# "))
+            .filter(|l| catalog::file_keys().any(|k| l.starts_with(&format!("{k} = "))))
+            .filter(|l| !l.starts_with("otlp_certificate") && !l.starts_with("otlp_client_"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, &resolvable).unwrap();
+        let opts = flags(&[("config", path.to_str().unwrap()), ("watch", "off")]);
+        let env = env_of(&[("HOME", "/u"), ("REASONIX_EXPORTER_POLL_INTERVAL", "3s")]);
+        let settings = resolve(&opts, &env).unwrap();
+        assert_eq!(settings.stats_dir.value, PathBuf::from("/u/.reasonix/stats"));
+        assert_eq!(settings.stats_dir.origin, Origin::ConfigFile);
+        assert_eq!(settings.origins["watch"], Origin::Flag);
+        assert_eq!(
+            settings.origins["poll_interval"],
+            Origin::Env("REASONIX_EXPORTER_POLL_INTERVAL")
+        );
+        assert_eq!(settings.origins["export_interval"], Origin::ConfigFile);
+        assert!(!settings.watch.value);
+    }
+
+    #[test]
+    fn the_instance_names_the_user_and_host_and_tells_state_dirs_apart() {
+        let default = Path::new("/home/alice/.local/state/reasonix-exporter");
+        let plain = instance_id(default, Some(default));
+        assert!(plain.contains('@') && !plain.contains('/'), "{plain}");
+        let other = instance_id(Path::new("/srv/second"), Some(default));
+        assert!(
+            other.starts_with(&format!("{plain}/")) && other.len() == plain.len() + 9,
+            "{other}"
+        );
+        assert_eq!(
+            other,
+            instance_id(Path::new("/srv/second"), Some(default)),
+            "stable"
+        );
+        assert_ne!(other, instance_id(Path::new("/srv/third"), Some(default)));
+    }
+}

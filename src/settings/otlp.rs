@@ -1,0 +1,140 @@
+//! The OTLP target: protocol, endpoint, temporality, headers, timeout, compression and TLS files,
+//! each from the standard OpenTelemetry variables as every OTel SDK reads them.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{anyhow, bail};
+
+use super::catalog::{
+    COMPRESSION, Def, HEADERS, OTLP_CERTIFICATE, OTLP_CLIENT_CERTIFICATE, OTLP_CLIENT_KEY, OTLP_ENDPOINT,
+    OTLP_PROTOCOL, TEMPORALITY, TIMEOUT,
+};
+use super::values::{MAX_TIMEOUT, parse_millis};
+use super::{OtlpSettings, Sources, source_name};
+use crate::export::payload::Temporality;
+use crate::export::tls::TlsFiles;
+use crate::export::transport::{Headers, OtlpProtocol, OtlpTarget, redacted};
+use crate::paths::{Origin, clean_path};
+
+/// The generic variable whose value gets the signal's path appended for HTTP (the spec: not for
+/// gRPC, and not the signal-specific one).
+const GENERIC_ENDPOINT: &str = "OTEL_EXPORTER_OTLP_ENDPOINT";
+
+pub(super) fn resolve(sources: &Sources<'_>) -> anyhow::Result<OtlpSettings> {
+    let protocol = match sources.pick(&OTLP_PROTOCOL) {
+        None => OtlpProtocol::HttpProtobuf,
+        Some((value, origin)) => OtlpProtocol::parse(&value).ok_or_else(|| {
+            anyhow!(
+                "OTLP protocol '{value}' from {} is not supported: use grpc or http/protobuf",
+                source_name(&OTLP_PROTOCOL, &origin)
+            )
+        })?,
+    };
+    let endpoint = endpoint(sources, protocol)?;
+    let temporality = temporality(sources)?;
+    let headers = match sources.pick(&HEADERS) {
+        None => Headers::default(),
+        Some((text, origin)) => {
+            Headers::parse(&text).map_err(|e| anyhow!("{}: {e}", source_name(&HEADERS, &origin)))?
+        }
+    };
+    let timeout = match sources.pick(&TIMEOUT) {
+        None => Duration::from_secs(10),
+        Some((ms, origin)) => parse_millis(&ms, &source_name(&TIMEOUT, &origin), MAX_TIMEOUT)?,
+    };
+    let gzip = match sources.pick(&COMPRESSION) {
+        None => false,
+        Some((value, origin)) => match value.trim().to_ascii_lowercase().as_str() {
+            "gzip" => true,
+            "none" => false,
+            _ => bail!(
+                "{} '{value}' is not supported: use gzip or none",
+                source_name(&COMPRESSION, &origin)
+            ),
+        },
+    };
+    let tls = tls_files(sources, &endpoint)?;
+    Ok(OtlpSettings {
+        target: OtlpTarget {
+            protocol,
+            endpoint,
+            headers,
+            timeout,
+            gzip,
+            tls,
+        },
+        temporality,
+    })
+}
+
+fn endpoint(sources: &Sources<'_>, protocol: OtlpProtocol) -> anyhow::Result<String> {
+    let endpoint = match sources.pick(&OTLP_ENDPOINT) {
+        Some((base, Origin::Env(GENERIC_ENDPOINT))) => match protocol {
+            OtlpProtocol::HttpProtobuf => format!("{}/v1/metrics", base.trim().trim_end_matches('/')),
+            OtlpProtocol::Grpc => base,
+        },
+        Some((url, _)) => url,
+        None => match protocol {
+            OtlpProtocol::HttpProtobuf => "http://localhost:4318/v1/metrics".into(),
+            OtlpProtocol::Grpc => "http://localhost:4317".into(),
+        },
+    };
+    let endpoint = endpoint.trim().to_string();
+    if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
+        bail!(
+            "OTLP endpoint '{}' must start with http:// or https://",
+            redacted(&endpoint)
+        );
+    }
+    Ok(endpoint)
+}
+
+fn temporality(sources: &Sources<'_>) -> anyhow::Result<Temporality> {
+    Ok(match sources.pick(&TEMPORALITY) {
+        None => Temporality::Cumulative,
+        Some((value, origin)) => match value.trim().to_ascii_lowercase().as_str() {
+            "cumulative" => Temporality::Cumulative,
+            // For counters, low-memory means delta.
+            "delta" | "lowmemory" => Temporality::Delta,
+            _ => bail!(
+                "temporality '{value}' from {} is not valid: use cumulative or delta",
+                source_name(&TEMPORALITY, &origin)
+            ),
+        },
+    })
+}
+
+/// The CA and the client identity, read and checked now; TLS files for a plain `http://`
+/// endpoint are an error (almost certainly a forgotten `https`).
+fn tls_files(sources: &Sources<'_>, endpoint: &str) -> anyhow::Result<TlsFiles> {
+    let path = |def: &'static Def| -> Option<(PathBuf, String)> {
+        let (raw, origin) = sources.pick(def)?;
+        let path = match origin {
+            Origin::ConfigFile => clean_path(&raw, sources.env)?,
+            _ => PathBuf::from(raw.trim()),
+        };
+        Some((path, source_name(def, &origin)))
+    };
+    let ca = path(&OTLP_CERTIFICATE);
+    let client_cert = path(&OTLP_CLIENT_CERTIFICATE);
+    let client_key = path(&OTLP_CLIENT_KEY);
+    let tls = TlsFiles::load(borrowed(&ca), borrowed(&client_cert), borrowed(&client_key))?;
+    if !tls.is_empty() && endpoint.starts_with("http://") {
+        let from = [&ca, &client_cert, &client_key]
+            .into_iter()
+            .find_map(|p| p.as_ref().map(|(_, from)| from.clone()))
+            .unwrap_or_default();
+        bail!(
+            "{from} sets up TLS, but the OTLP endpoint '{}' is plain http://: use https://, or unset it",
+            redacted(endpoint)
+        );
+    }
+    Ok(tls)
+}
+
+fn borrowed(setting: &Option<(PathBuf, String)>) -> Option<(&Path, &str)> {
+    setting
+        .as_ref()
+        .map(|(path, from)| (path.as_path(), from.as_str()))
+}
