@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The cold backfill, two builds side by side with the read+hash+decode baseline: `once --otlp off`
 on a fresh state dir, old, new and baseline alternating round by round so that all three see the
-same machine (its speed moves by half within minutes; see BENCHMARKS.md, "A machine that changes speed").
+same machine (its speed moves by half within minutes; see BENCHMARKS.md, "Machine and method").
 
     python3 bench/ab_backfill.py OLD_BINARY NEW_BINARY [--lines 1000000] [--runs 12]
 

@@ -211,7 +211,7 @@ const PARALLEL_MIN_LINES: usize = 512;
 /// order, is the same as on one thread. A large chunk's second half is decoded on a second core
 /// while this thread decodes the first half and counts each line as it goes, while it is still in
 /// cache: about 6 % less backfill time than decoding both halves before counting (BENCHMARKS.md,
-/// "A machine that changes speed"; splits other than half were slower). Stops at the first error
+/// "Where the time goes"; splits other than half were slower). Stops at the first error
 /// `count` returns.
 fn decode_and_count<'a, E>(
     lines: &[&'a [u8]],
