@@ -1,7 +1,9 @@
 //! reasonix-exporter: the Reasonix usage ledger as exact OpenTelemetry counters.
 //!
-//! Data flows one way: [`ledger`] (find, tail, decode) → [`ingest`] → [`store`] (seen set,
-//! totals, checkpoints) → [`export`] (OTLP) → [`cli`].
+//! Data flows one way: [`ledger`] (find, tail, decode) → [`series`] (the data model) →
+//! [`store`] (seen set, totals, checkpoints) → [`ingest`] → [`export`] (OTLP, `/metrics`) →
+//! [`settings`] → [`daemon`] (`run`) and [`cli`]; below them all, [`paths`] and [`files`].
+//! `tests/layers.rs` checks that no module uses one above it (the order is in docs/design.md).
 
 pub mod cli;
 pub mod daemon;

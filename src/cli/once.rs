@@ -73,7 +73,7 @@ pub async fn once(settings: &Settings) -> anyhow::Result<()> {
     let report = exporter.export(&mut store, &health).await.map_err(|e| {
         anyhow::anyhow!("{e}; nothing was lost: what was ingested stays committed and is exported next time")
     })?;
-    super::warn_held(report.held);
+    crate::export::otlp::warn_held(report.held);
     if let Some(warning) = report.accepted.warning() {
         tracing::warn!("{warning}");
     }

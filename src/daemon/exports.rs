@@ -41,7 +41,7 @@ impl Daemon {
         let held = outgoing.report().held;
         if held != self.held {
             self.held = held;
-            crate::cli::warn_held(held);
+            crate::export::otlp::warn_held(held);
             if held == 0 {
                 tracing::info!("no data point is held back any more");
             }

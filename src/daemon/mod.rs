@@ -11,6 +11,8 @@ mod exports;
 mod signals;
 mod stats_dir;
 mod store_fault;
+#[cfg(test)]
+mod tests;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -78,28 +80,7 @@ pub async fn run(settings: &Settings) -> anyhow::Result<()> {
         )?),
         None => None,
     };
-    let mut daemon = Daemon {
-        store: Some(store),
-        fault: None,
-        settings: settings.clone(),
-        snapshots,
-        wake: Arc::new(Notify::new()),
-        watcher: None,
-        watch_broken: false,
-        dir_state: DirState::Unknown,
-        exporter,
-        in_flight: None,
-        retry_at: None,
-        backoff: Backoff::new(FIRST_RETRY, settings.export_interval.value),
-        outage_since: None,
-        export_failures: 0,
-        export_health: ExportHealth::default(),
-        held: 0,
-        snapshot_counts: None,
-        serving,
-        last_poll: PollReport::default(),
-        stopping,
-    };
+    let mut daemon = Daemon::new(settings, store, exporter, snapshots, serving, stopping);
     daemon.serve(&stopped).await
 }
 
@@ -135,6 +116,38 @@ struct Daemon {
 }
 
 impl Daemon {
+    fn new(
+        settings: &Settings,
+        store: Store,
+        exporter: Option<OtlpExporter>,
+        snapshots: watch::Sender<Arc<Snapshot>>,
+        serving: Option<String>,
+        stopping: Arc<AtomicBool>,
+    ) -> Daemon {
+        Daemon {
+            store: Some(store),
+            fault: None,
+            settings: settings.clone(),
+            snapshots,
+            wake: Arc::new(Notify::new()),
+            watcher: None,
+            watch_broken: false,
+            dir_state: DirState::Unknown,
+            exporter,
+            in_flight: None,
+            retry_at: None,
+            backoff: Backoff::new(FIRST_RETRY, settings.export_interval.value),
+            outage_since: None,
+            export_failures: 0,
+            export_health: ExportHealth::default(),
+            held: 0,
+            snapshot_counts: None,
+            serving,
+            last_poll: PollReport::default(),
+            stopping,
+        }
+    }
+
     async fn serve(&mut self, stopped: &Notify) -> anyhow::Result<()> {
         let mut poll_tick = tokio::time::interval(self.settings.poll_interval.value);
         poll_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

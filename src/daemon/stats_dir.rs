@@ -34,7 +34,13 @@ impl Daemon {
             return self.pause(error);
         }
         let stats_dir = self.settings.stats_dir.value.clone();
-        let result = tokio::task::block_in_place(|| ingest::poll_until(store, &stats_dir, &self.stopping));
+        let mut poll = || ingest::poll_until(store, &stats_dir, &self.stopping);
+        // `run`'s runtime has two workers, and a poll blocks one of them; a single-threaded runtime
+        // (the paused-clock tests) has nothing else to run meanwhile.
+        let result = match tokio::runtime::Handle::current().runtime_flavor() {
+            tokio::runtime::RuntimeFlavor::CurrentThread => poll(),
+            _ => tokio::task::block_in_place(poll),
+        };
         match result {
             Ok(report) => {
                 self.note_dir(DirState::Present, &stats_dir, None);

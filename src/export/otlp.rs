@@ -308,3 +308,12 @@ fn now_ns() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)
 }
+
+/// Says that an export held points back (docs/counting-rules.md, "Never down").
+pub fn warn_held(held: usize) {
+    if held > 0 {
+        tracing::warn!(
+            "{held} data points held back: the store is behind what was exported before (a power cut, a store put back from a backup, or a rebuilt store whose ledger lost lines); each is sent again once the ledger brings it back up"
+        );
+    }
+}

@@ -1,0 +1,132 @@
+//! The shape of the code, checked: data flows one way through `src/` (no module uses one above
+//! it, so there is no cycle), no source file holds more than 500 lines outside its tests, and no
+//! function outside tests is longer than 80 lines. docs/design.md describes the layers.
+
+use std::path::{Path, PathBuf};
+
+/// The top-level modules, lowest first: each may use only those before it.
+const LAYERS: [&str; 12] = [
+    "paths", "files", "ledger", "series", "store", "ingest", "snapshot", "export", "sandbox", "settings",
+    "daemon", "cli",
+];
+
+const MAX_FILE_LINES: usize = 500;
+const MAX_FN_LINES: usize = 80;
+
+fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The file's lines up to its `#[cfg(test)] mod tests` (its tests are not counted).
+fn code_lines(text: &str) -> Vec<&str> {
+    let lines: Vec<&str> = text.lines().collect();
+    let end = lines
+        .windows(2)
+        .position(|w| w[0].trim() == "#[cfg(test)]" && w[1].trim_start().starts_with("mod tests {"))
+        .unwrap_or(lines.len());
+    lines[..end].to_vec()
+}
+
+fn all_sources() -> Vec<(String, PathBuf, String)> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    files.sort();
+    files
+        .into_iter()
+        .map(|path| {
+            let rel = path
+                .strip_prefix(&src)
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/");
+            let text = std::fs::read_to_string(&path).unwrap();
+            (rel, path, text)
+        })
+        .collect()
+}
+
+#[test]
+fn no_module_uses_one_above_it() {
+    let mut wrong = Vec::new();
+    for (rel, _, text) in all_sources() {
+        let top = rel.split('/').next().unwrap().trim_end_matches(".rs");
+        let Some(rank) = LAYERS.iter().position(|l| *l == top) else {
+            assert!(
+                ["lib", "main"].contains(&top),
+                "src/{rel}: a top-level module missing from LAYERS (and from docs/design.md)"
+            );
+            continue;
+        };
+        // Test modules inside a file may reach anywhere.
+        let test_module_at = |at: usize| text[..at].contains("#[cfg(test)]\nmod tests {");
+        for (at, _) in text.match_indices("crate::") {
+            let used: String = text[at + 7..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            let Some(used_rank) = LAYERS.iter().position(|l| *l == used) else {
+                continue;
+            };
+            if used_rank > rank && !test_module_at(at) {
+                wrong.push(format!("src/{rel} uses crate::{used}"));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "modules using one above them:\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn files_and_functions_stay_small() {
+    let mut wrong = Vec::new();
+    for (rel, _, text) in all_sources() {
+        let lines = code_lines(&text);
+        if lines.len() > MAX_FILE_LINES {
+            wrong.push(format!("src/{rel}: {} lines outside tests", lines.len()));
+        }
+        let mut i = 0;
+        while i < lines.len() {
+            let line = lines[i];
+            let trimmed = line.trim_start();
+            let starts_fn = [
+                "fn ",
+                "pub fn ",
+                "pub(super) fn ",
+                "pub(crate) fn ",
+                "async fn ",
+                "pub async fn ",
+                "pub(super) async fn ",
+            ]
+            .iter()
+            .any(|p| trimmed.starts_with(p));
+            if starts_fn && !line.trim_end().ends_with(';') {
+                let indent = &line[..line.len() - trimmed.len()];
+                let close = format!("{indent}}}");
+                let end = (i + 1..lines.len())
+                    .find(|&j| lines[j].trim_end() == close)
+                    .unwrap_or(i);
+                if end + 1 - i > MAX_FN_LINES {
+                    wrong.push(format!(
+                        "src/{rel}:{}: a function of {} lines",
+                        i + 1,
+                        end + 1 - i
+                    ));
+                }
+                i = end;
+            }
+            i += 1;
+        }
+    }
+    assert!(wrong.is_empty(), "over the limits:\n{}", wrong.join("\n"));
+}
