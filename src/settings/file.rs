@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, anyhow, bail};
+use super::SettingsError;
 
 use super::Env;
 use super::catalog::{self, CONFIG};
@@ -25,7 +25,7 @@ const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
 /// Reads the config file: `--config` (which must exist), its variable, or the default path when
 /// present.
-pub fn load(flag: Option<&str>, env: Env<'_>) -> anyhow::Result<(FileConfig, Option<PathBuf>)> {
+pub fn load(flag: Option<&str>, env: Env<'_>) -> Result<(FileConfig, Option<PathBuf>), SettingsError> {
     let explicit = flag
         .map(PathBuf::from)
         .or_else(|| CONFIG.vars.iter().find_map(|var| env(var)).map(PathBuf::from));
@@ -37,14 +37,21 @@ pub fn load(flag: Option<&str>, env: Env<'_>) -> anyhow::Result<(FileConfig, Opt
         },
     };
     let text = read_config_file(&path)?;
-    let config = parse_config(&text).map_err(|e| anyhow!("config file {}: {e}", path.display()))?;
+    let config = parse_config(&text).map_err(|error| SettingsError::ConfigText {
+        path: path.clone(),
+        error,
+    })?;
     Ok((config, Some(path)))
 }
 
 /// Reads a config file without blocking on a FIFO or reading a device forever.
-fn read_config_file(path: &Path) -> anyhow::Result<String> {
+fn read_config_file(path: &Path) -> Result<String, SettingsError> {
     use std::io::Read;
-    let fix = "fix the path given to --config";
+    let problem = |problem: String| SettingsError::ConfigFile {
+        path: path.to_path_buf(),
+        problem,
+    };
+    let unreadable = |e: std::io::Error| problem(format!("cannot be read ({e})"));
     let mut options = std::fs::File::options();
     options.read(true);
     #[cfg(unix)]
@@ -53,23 +60,19 @@ fn read_config_file(path: &Path) -> anyhow::Result<String> {
         // A FIFO would block the open until a writer comes; its type is refused below.
         options.custom_flags(libc::O_NONBLOCK);
     }
-    let file = options
-        .open(path)
-        .with_context(|| format!("cannot read config file {}; {fix}", path.display()))?;
-    let meta = file
-        .metadata()
-        .with_context(|| format!("cannot read config file {}; {fix}", path.display()))?;
+    let file = options.open(path).map_err(unreadable)?;
+    let meta = file.metadata().map_err(unreadable)?;
     if !meta.is_file() {
-        bail!("config file {} is not a regular file; {fix}", path.display());
+        return Err(problem("not a regular file".into()));
     }
     let mut bytes = Vec::new();
     file.take(MAX_CONFIG_BYTES + 1)
         .read_to_end(&mut bytes)
-        .with_context(|| format!("cannot read config file {}; {fix}", path.display()))?;
+        .map_err(unreadable)?;
     if bytes.len() as u64 > MAX_CONFIG_BYTES {
-        bail!("config file {} is larger than 1 MiB; {fix}", path.display());
+        return Err(problem("larger than 1 MiB".into()));
     }
-    String::from_utf8(bytes).map_err(|_| anyhow!("config file {} is not UTF-8 text; {fix}", path.display()))
+    String::from_utf8(bytes).map_err(|_| problem("not UTF-8 text".into()))
 }
 
 /// Why a config file's text is refused: with the line (and column) it is on.

@@ -3,6 +3,7 @@
 //! `catalog.rs`; the config file in `file.rs`; the OTLP target in `otlp.rs`.
 
 pub mod catalog;
+mod error;
 pub mod file;
 mod otlp;
 mod values;
@@ -12,14 +13,13 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{anyhow, bail};
-
 use crate::export::payload::Temporality;
 use crate::export::transport::OtlpTarget;
 use crate::paths::{Origin, clean_path, home_dir, reasonix_stats_dir};
 use catalog::{
     Def, EXPORT_INTERVAL, OTLP, POLL_INTERVAL, PROMETHEUS, SANDBOX, SDK_DISABLED, STATE_DIR, STATS_DIR, WATCH,
 };
+pub use error::SettingsError;
 use file::FileConfig;
 use values::{MAX_INTERVAL, parse_duration, parse_millis, parse_on_off};
 
@@ -117,7 +117,7 @@ fn source_name(def: &Def, origin: &Origin) -> String {
 }
 
 impl Settings {
-    pub fn resolve(flags: &Flags, reset_state: bool, env: Env<'_>) -> anyhow::Result<Settings> {
+    pub fn resolve(flags: &Flags, reset_state: bool, env: Env<'_>) -> Result<Settings, SettingsError> {
         let (file, config_file) = file::load(flags.get(catalog::CONFIG.key).map(String::as_str), env)?;
         let sources = Sources {
             flags,
@@ -167,38 +167,43 @@ fn default<T>(value: T) -> Setting<T> {
     }
 }
 
-fn resolve_stats_dir(sources: &Sources<'_>) -> anyhow::Result<Setting<PathBuf>> {
+fn resolve_stats_dir(sources: &Sources<'_>) -> Result<Setting<PathBuf>, SettingsError> {
     Ok(match sources.pick(&STATS_DIR) {
         Some((raw, origin)) => Setting {
-            value: clean_path(&raw, sources.env)
-                .ok_or_else(|| anyhow!("stats dir setting from {origin} is blank"))?,
+            value: clean_path(&raw, sources.env).ok_or_else(|| SettingsError::Blank {
+                what: "stats dir",
+                origin: origin.clone(),
+            })?,
             origin,
         },
         None => {
-            let (value, origin) = reasonix_stats_dir(sources.env).ok_or_else(|| {
-                anyhow!("cannot find the Reasonix stats dir: no home folder; set --stats-dir")
+            let (value, origin) = reasonix_stats_dir(sources.env).ok_or(SettingsError::NoHome {
+                what: "the Reasonix stats dir",
+                flag: "--stats-dir",
             })?;
             Setting { value, origin }
         }
     })
 }
 
-fn resolve_state_dir(sources: &Sources<'_>) -> anyhow::Result<Setting<PathBuf>> {
+fn resolve_state_dir(sources: &Sources<'_>) -> Result<Setting<PathBuf>, SettingsError> {
     Ok(match sources.pick(&STATE_DIR) {
         Some((raw, origin)) => Setting {
-            value: clean_path(&raw, sources.env)
-                .ok_or_else(|| anyhow!("state dir setting from {origin} is blank"))?,
+            value: clean_path(&raw, sources.env).ok_or_else(|| SettingsError::Blank {
+                what: "state dir",
+                origin: origin.clone(),
+            })?,
             origin,
         },
-        None => default(
-            default_state_dir(sources.env)
-                .ok_or_else(|| anyhow!("cannot choose a state dir: no home folder; set --state-dir"))?,
-        ),
+        None => default(default_state_dir(sources.env).ok_or(SettingsError::NoHome {
+            what: "a state dir",
+            flag: "--state-dir",
+        })?),
     })
 }
 
 /// `OTEL_SDK_DISABLED=true` turns export off, whatever else says; then the `otlp` setting.
-fn resolve_otlp_on(sources: &Sources<'_>) -> anyhow::Result<bool> {
+fn resolve_otlp_on(sources: &Sources<'_>) -> Result<bool, SettingsError> {
     if (sources.env)(SDK_DISABLED).is_some_and(|v| v.trim().eq_ignore_ascii_case("true")) {
         sources
             .origins
@@ -210,7 +215,7 @@ fn resolve_otlp_on(sources: &Sources<'_>) -> anyhow::Result<bool> {
 }
 
 /// The flag and the file write a duration (`60s`); the OTel variable, milliseconds.
-fn resolve_export_interval(sources: &Sources<'_>) -> anyhow::Result<Setting<Duration>> {
+fn resolve_export_interval(sources: &Sources<'_>) -> Result<Setting<Duration>, SettingsError> {
     Ok(match sources.pick(&EXPORT_INTERVAL) {
         Some((raw, origin @ Origin::Env(var))) => Setting {
             value: parse_millis(&raw, var, MAX_INTERVAL)?,
@@ -224,14 +229,15 @@ fn resolve_export_interval(sources: &Sources<'_>) -> anyhow::Result<Setting<Dura
     })
 }
 
-fn resolve_prometheus(sources: &Sources<'_>) -> anyhow::Result<Setting<Option<SocketAddr>>> {
+fn resolve_prometheus(sources: &Sources<'_>) -> Result<Setting<Option<SocketAddr>>, SettingsError> {
     Ok(match sources.pick(&PROMETHEUS) {
         Some((raw, origin)) if raw.trim() == "off" => Setting { value: None, origin },
         Some((raw, origin)) => Setting {
-            value: Some(raw.trim().parse().map_err(|_| {
-                anyhow!(
-                    "prometheus address '{raw}' from {origin} is not HOST:PORT (e.g. 127.0.0.1:9464) or off"
-                )
+            value: Some(raw.trim().parse().map_err(|_| SettingsError::Invalid {
+                what: "prometheus address",
+                value: raw.clone(),
+                from: source_name(&PROMETHEUS, &origin),
+                expected: "write HOST:PORT (e.g. 127.0.0.1:9464) or off",
             })?),
             origin,
         },
@@ -240,15 +246,19 @@ fn resolve_prometheus(sources: &Sources<'_>) -> anyhow::Result<Setting<Option<So
 }
 
 /// An on/off setting that is on unless set.
-fn on_off(sources: &Sources<'_>, def: &'static Def) -> anyhow::Result<Setting<bool>> {
+fn on_off(sources: &Sources<'_>, def: &'static Def) -> Result<Setting<bool>, SettingsError> {
     Ok(match sources.pick(def) {
         None => default(true),
         Some((value, origin)) => match parse_on_off(&value) {
             Some(on) => Setting { value: on, origin },
-            None => bail!(
-                "{} setting '{value}' from {origin} is not valid: use on or off",
-                def.key
-            ),
+            None => {
+                return Err(SettingsError::Invalid {
+                    what: def.key,
+                    value,
+                    from: source_name(def, &origin),
+                    expected: "use on or off",
+                });
+            }
         },
     })
 }
@@ -311,7 +321,7 @@ mod tests {
         pairs.iter().map(|(k, v)| (*k, v.to_string())).collect()
     }
 
-    fn resolve(flags: &Flags, env: Env<'_>) -> anyhow::Result<Settings> {
+    fn resolve(flags: &Flags, env: Env<'_>) -> Result<Settings, SettingsError> {
         Settings::resolve(flags, false, env)
     }
 

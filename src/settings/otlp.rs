@@ -4,14 +4,12 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{anyhow, bail};
-
 use super::catalog::{
     COMPRESSION, Def, HEADERS, OTLP_CERTIFICATE, OTLP_CLIENT_CERTIFICATE, OTLP_CLIENT_KEY, OTLP_ENDPOINT,
     OTLP_PROTOCOL, TEMPORALITY, TIMEOUT,
 };
 use super::values::{MAX_TIMEOUT, parse_millis};
-use super::{OtlpSettings, Sources, source_name};
+use super::{OtlpSettings, SettingsError, Sources, source_name};
 use crate::export::payload::Temporality;
 use crate::export::tls::TlsFiles;
 use crate::export::transport::{Headers, OtlpProtocol, OtlpTarget, redacted};
@@ -21,39 +19,55 @@ use crate::paths::{Origin, clean_path};
 /// gRPC, and not the signal-specific one).
 const GENERIC_ENDPOINT: &str = "OTEL_EXPORTER_OTLP_ENDPOINT";
 
-pub(super) fn resolve(sources: &Sources<'_>) -> anyhow::Result<OtlpSettings> {
+pub(super) fn resolve(sources: &Sources<'_>) -> Result<OtlpSettings, SettingsError> {
     let protocol = match sources.pick(&OTLP_PROTOCOL) {
         None => OtlpProtocol::HttpProtobuf,
-        Some((value, origin)) => OtlpProtocol::parse(&value).ok_or_else(|| {
-            anyhow!(
-                "OTLP protocol '{value}' from {} is not supported: use grpc or http/protobuf",
-                source_name(&OTLP_PROTOCOL, &origin)
-            )
+        Some((value, origin)) => OtlpProtocol::parse(&value).ok_or_else(|| SettingsError::Invalid {
+            what: "OTLP protocol",
+            value: value.clone(),
+            from: source_name(&OTLP_PROTOCOL, &origin),
+            expected: "use grpc or http/protobuf",
         })?,
     };
     let endpoint = endpoint(sources, protocol)?;
-    let temporality = temporality(sources)?;
+    let temporality = choice(
+        sources,
+        &TEMPORALITY,
+        "temporality",
+        "use cumulative or delta",
+        |v| {
+            match v.to_ascii_lowercase().as_str() {
+                "cumulative" => Some(Temporality::Cumulative),
+                // For counters, low-memory means delta.
+                "delta" | "lowmemory" => Some(Temporality::Delta),
+                _ => None,
+            }
+        },
+    )?
+    .unwrap_or(Temporality::Cumulative);
     let headers = match sources.pick(&HEADERS) {
         None => Headers::default(),
-        Some((text, origin)) => {
-            Headers::parse(&text).map_err(|e| anyhow!("{}: {e}", source_name(&HEADERS, &origin)))?
-        }
+        Some((text, origin)) => Headers::parse(&text).map_err(|error| SettingsError::Headers {
+            from: source_name(&HEADERS, &origin),
+            error,
+        })?,
     };
     let timeout = match sources.pick(&TIMEOUT) {
         None => Duration::from_secs(10),
         Some((ms, origin)) => parse_millis(&ms, &source_name(&TIMEOUT, &origin), MAX_TIMEOUT)?,
     };
-    let gzip = match sources.pick(&COMPRESSION) {
-        None => false,
-        Some((value, origin)) => match value.trim().to_ascii_lowercase().as_str() {
-            "gzip" => true,
-            "none" => false,
-            _ => bail!(
-                "{} '{value}' is not supported: use gzip or none",
-                source_name(&COMPRESSION, &origin)
-            ),
+    let gzip = choice(
+        sources,
+        &COMPRESSION,
+        "compression",
+        "use gzip or none",
+        |v| match v.to_ascii_lowercase().as_str() {
+            "gzip" => Some(true),
+            "none" => Some(false),
+            _ => None,
         },
-    };
+    )?
+    .unwrap_or(false);
     let tls = tls_files(sources, &endpoint)?;
     Ok(OtlpSettings {
         target: OtlpTarget {
@@ -68,7 +82,29 @@ pub(super) fn resolve(sources: &Sources<'_>) -> anyhow::Result<OtlpSettings> {
     })
 }
 
-fn endpoint(sources: &Sources<'_>, protocol: OtlpProtocol) -> anyhow::Result<String> {
+/// A setting with a few valid words, read by `parse`; `None` when it is not set.
+fn choice<T>(
+    sources: &Sources<'_>,
+    def: &'static Def,
+    what: &'static str,
+    expected: &'static str,
+    parse: impl Fn(&str) -> Option<T>,
+) -> Result<Option<T>, SettingsError> {
+    let Some((value, origin)) = sources.pick(def) else {
+        return Ok(None);
+    };
+    match parse(value.trim()) {
+        Some(chosen) => Ok(Some(chosen)),
+        None => Err(SettingsError::Invalid {
+            what,
+            value,
+            from: source_name(def, &origin),
+            expected,
+        }),
+    }
+}
+
+fn endpoint(sources: &Sources<'_>, protocol: OtlpProtocol) -> Result<String, SettingsError> {
     let endpoint = match sources.pick(&OTLP_ENDPOINT) {
         Some((base, Origin::Env(GENERIC_ENDPOINT))) => match protocol {
             OtlpProtocol::HttpProtobuf => format!("{}/v1/metrics", base.trim().trim_end_matches('/')),
@@ -82,32 +118,14 @@ fn endpoint(sources: &Sources<'_>, protocol: OtlpProtocol) -> anyhow::Result<Str
     };
     let endpoint = endpoint.trim().to_string();
     if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
-        bail!(
-            "OTLP endpoint '{}' must start with http:// or https://",
-            redacted(&endpoint)
-        );
+        return Err(SettingsError::EndpointScheme(redacted(&endpoint)));
     }
     Ok(endpoint)
 }
 
-fn temporality(sources: &Sources<'_>) -> anyhow::Result<Temporality> {
-    Ok(match sources.pick(&TEMPORALITY) {
-        None => Temporality::Cumulative,
-        Some((value, origin)) => match value.trim().to_ascii_lowercase().as_str() {
-            "cumulative" => Temporality::Cumulative,
-            // For counters, low-memory means delta.
-            "delta" | "lowmemory" => Temporality::Delta,
-            _ => bail!(
-                "temporality '{value}' from {} is not valid: use cumulative or delta",
-                source_name(&TEMPORALITY, &origin)
-            ),
-        },
-    })
-}
-
 /// The CA and the client identity, read and checked now; TLS files for a plain `http://`
 /// endpoint are an error (almost certainly a forgotten `https`).
-fn tls_files(sources: &Sources<'_>, endpoint: &str) -> anyhow::Result<TlsFiles> {
+fn tls_files(sources: &Sources<'_>, endpoint: &str) -> Result<TlsFiles, SettingsError> {
     let path = |def: &'static Def| -> Option<(PathBuf, String)> {
         let (raw, origin) = sources.pick(def)?;
         let path = match origin {
@@ -125,10 +143,10 @@ fn tls_files(sources: &Sources<'_>, endpoint: &str) -> anyhow::Result<TlsFiles> 
             .into_iter()
             .find_map(|p| p.as_ref().map(|(_, from)| from.clone()))
             .unwrap_or_default();
-        bail!(
-            "{from} sets up TLS, but the OTLP endpoint '{}' is plain http://: use https://, or unset it",
-            redacted(endpoint)
-        );
+        return Err(SettingsError::TlsOverHttp {
+            from,
+            endpoint: redacted(endpoint),
+        });
     }
     Ok(tls)
 }

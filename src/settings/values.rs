@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use anyhow::{anyhow, bail};
+use super::SettingsError;
 
 /// The longest export or poll interval: a day. Longer is a typo, and would overflow timers.
 pub const MAX_INTERVAL: Duration = Duration::from_secs(24 * 60 * 60);
@@ -18,31 +18,35 @@ pub fn parse_on_off(value: &str) -> Option<bool> {
 }
 
 /// A duration as people write it (`500ms`, `2s`, `1m`), up to [`MAX_INTERVAL`].
-pub fn parse_duration(raw: &str, what: &str) -> anyhow::Result<Duration> {
-    let value = humantime::parse_duration(raw.trim())
-        .map_err(|_| anyhow!("{what} '{raw}' is not a duration: write e.g. 500ms, 2s or 1m"))?;
-    within(value, what, MAX_INTERVAL)
+pub fn parse_duration(raw: &str, from: &str) -> Result<Duration, SettingsError> {
+    let value = humantime::parse_duration(raw.trim()).map_err(|_| SettingsError::NotADuration {
+        from: from.to_owned(),
+        value: raw.to_owned(),
+    })?;
+    within(value, from, MAX_INTERVAL)
 }
 
 /// A whole number of milliseconds, as the OpenTelemetry variables write durations.
-pub fn parse_millis(raw: &str, what: &str, max: Duration) -> anyhow::Result<Duration> {
-    let ms: u64 = raw
-        .trim()
-        .parse()
-        .map_err(|_| anyhow!("{what} '{raw}' is not a whole number of milliseconds"))?;
-    within(Duration::from_millis(ms), what, max)
+pub fn parse_millis(raw: &str, from: &str, max: Duration) -> Result<Duration, SettingsError> {
+    let ms: u64 = raw.trim().parse().map_err(|_| SettingsError::NotMilliseconds {
+        from: from.to_owned(),
+        value: raw.to_owned(),
+    })?;
+    within(Duration::from_millis(ms), from, max)
 }
 
-fn within(value: Duration, what: &str, max: Duration) -> anyhow::Result<Duration> {
+fn within(value: Duration, from: &str, max: Duration) -> Result<Duration, SettingsError> {
     if value.is_zero() {
-        bail!("{what} must be longer than zero");
+        return Err(SettingsError::Zero {
+            from: from.to_owned(),
+        });
     }
     if value > max {
-        bail!(
-            "{what} {} is longer than the {} allowed; choose a shorter one",
-            humantime::format_duration(value),
-            humantime::format_duration(max)
-        );
+        return Err(SettingsError::TooLong {
+            from: from.to_owned(),
+            value: humantime::format_duration(value).to_string(),
+            max: humantime::format_duration(max).to_string(),
+        });
     }
     Ok(value)
 }
