@@ -593,7 +593,10 @@ fn slow_and_oversized_metrics_requests_are_cut_off_in_bounded_memory() {
     let (mut daemon, port) = fx.spawn_serving(&[]);
     let baseline = peak_rss_kib(daemon.child.id());
 
-    // One header byte a second, forever: the pace is the attack, so the sleep is the test.
+    // One header byte a second, forever: the pace is the attack, so the sleep is the test. It
+    // is connected and under way before the flood below starts, so that it is not queued behind
+    // 600 others (its time counts from its first byte).
+    let (under_way, first_byte_sent) = std::sync::mpsc::channel();
     let slow = std::thread::spawn(move || {
         let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
         let started = Instant::now();
@@ -602,10 +605,12 @@ fn slow_and_oversized_metrics_requests_are_cut_off_in_bounded_memory() {
             if stream.write_all(&[*byte]).is_err() || started.elapsed() > Duration::from_secs(40) {
                 break;
             }
+            let _ = under_way.send(());
             std::thread::sleep(Duration::from_secs(1));
         }
         started.elapsed()
     });
+    first_byte_sent.recv().unwrap();
 
     // 600 clients each sending 400 KB of a request head that never ends.
     let head = format!(
