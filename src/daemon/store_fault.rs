@@ -4,7 +4,10 @@
 use std::collections::BTreeMap;
 use std::io::ErrorKind;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+// tokio's clock, so that the retries can be tested on its paused clock.
+use tokio::time::Instant;
 
 use super::backoff::Backoff;
 use super::{Daemon, FIRST_RETRY};

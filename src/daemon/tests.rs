@@ -2,44 +2,55 @@
 //! milliseconds of test time, without waiting for the wall clock. (The end-to-end tests in
 //! `tests/daemon.rs` run the real process on the wall clock, with their margins stated.)
 
-use std::time::Duration;
-
 use std::path::Path;
+use std::time::Duration;
 
 use super::*;
 use crate::paths::env_of;
 use crate::settings::Flags;
 
-/// A daemon on `stats` and `state`: no OTLP, no `/metrics`, no file events (polling alone, every
-/// `poll`), and what it publishes.
+/// A daemon on `stats` and `state`: no `/metrics`, no file events (polling alone, every `poll`),
+/// exporting every 60 s to `endpoint` (or not at all), and what it publishes.
+fn daemon_with(
+    stats: &Path,
+    state: &Path,
+    poll: &str,
+    endpoint: Option<&str>,
+) -> (Daemon, watch::Receiver<Arc<Snapshot>>, Arc<Notify>) {
+    let mut flags: Flags = [
+        ("stats_dir", stats.to_str().unwrap()),
+        ("state_dir", state.to_str().unwrap()),
+        ("prometheus", "off"),
+        ("watch", "off"),
+        ("poll_interval", poll),
+        ("export_interval", "60s"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k, v.to_string()))
+    .collect();
+    match endpoint {
+        Some(url) => flags.insert("otlp_endpoint", url.to_string()),
+        None => flags.insert("otlp", "off".to_string()),
+    };
+    let settings = Settings::resolve(&flags, false, &env_of(&[("HOME", "/nowhere")])).unwrap();
+    let exporter = settings
+        .otlp
+        .as_ref()
+        .map(|otlp| OtlpExporter::new(otlp.target.clone(), otlp.temporality, "test@host").unwrap());
+    let store = Store::open(state, false).unwrap();
+    let (snapshots, published) = watch::channel(Arc::new(Snapshot::default()));
+    let stopping = Arc::new(AtomicBool::new(false));
+    let daemon = Daemon::new(&settings, store, exporter, snapshots, None, stopping);
+    (daemon, published, Arc::new(Notify::new()))
+}
+
+/// The same, not exporting.
 fn polling_daemon(
     stats: &Path,
     state: &Path,
     poll: &str,
 ) -> (Daemon, watch::Receiver<Arc<Snapshot>>, Arc<Notify>) {
-    let flags: Flags = [
-        ("stats_dir", stats.to_str().unwrap()),
-        ("state_dir", state.to_str().unwrap()),
-        ("otlp", "off"),
-        ("prometheus", "off"),
-        ("watch", "off"),
-        ("poll_interval", poll),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k, v.to_string()))
-    .collect();
-    let settings = Settings::resolve(&flags, false, &env_of(&[("HOME", "/nowhere")])).unwrap();
-    let store = Store::open(state, false).unwrap();
-    let (snapshots, published) = watch::channel(Arc::new(Snapshot::default()));
-    let daemon = Daemon::new(
-        &settings,
-        store,
-        None,
-        snapshots,
-        None,
-        Arc::new(AtomicBool::new(false)),
-    );
-    (daemon, published, Arc::new(Notify::new()))
+    daemon_with(stats, state, poll, None)
 }
 
 fn append(file: &Path, line: &str) {
@@ -112,6 +123,111 @@ async fn a_missing_stats_folder_is_waited_for_and_read_at_the_first_poll_after_i
     published.changed().await.unwrap();
     assert_eq!(started.elapsed(), Duration::from_millis(5500));
     assert_eq!(published.borrow().lifetime.len(), 1);
+    stopped.notify_one();
+    running.await.unwrap().unwrap();
+}
+
+/// A collector on the paused clock: it answers each request with the next of `answers` (an HTTP
+/// status and a `Retry-After`, or 200 once they run out) and notes when each arrived.
+async fn scripted_collector(
+    answers: Vec<(u16, Option<&'static str>)>,
+) -> (String, Arc<std::sync::Mutex<Vec<tokio::time::Instant>>>) {
+    use axum::http::{HeaderMap, HeaderValue, StatusCode};
+    let arrivals = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let script = Arc::new(std::sync::Mutex::new(answers.into_iter()));
+    let app = axum::Router::new().route(
+        "/v1/metrics",
+        axum::routing::post({
+            let arrivals = arrivals.clone();
+            move || async move {
+                arrivals.lock().unwrap().push(tokio::time::Instant::now());
+                let (status, retry_after) = script.lock().unwrap().next().unwrap_or((200, None));
+                let mut headers = HeaderMap::new();
+                if let Some(after) = retry_after {
+                    headers.insert("retry-after", HeaderValue::from_static(after));
+                }
+                (StatusCode::from_u16(status).unwrap(), headers, Vec::<u8>::new())
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = format!("http://{}/v1/metrics", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (endpoint, arrivals)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_refusing_collector_is_retried_with_backoff_and_its_retry_after_is_waited_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let (stats, state) = (dir.path().join("stats"), dir.path().join("state"));
+    std::fs::create_dir_all(&stats).unwrap();
+    append(
+        &stats.join("2026-08-01.jsonl"),
+        r#"{"ts":"2026-08-01T10:00:00Z","model":"m/x","total":9}"#,
+    );
+    // Refused, refused, refused asking for 30 s, then accepted.
+    let (endpoint, arrivals) =
+        scripted_collector(vec![(503, None), (503, None), (429, Some("30")), (200, None)]).await;
+    let (mut daemon, _published, stopped) = daemon_with(&stats, &state, "2s", Some(&endpoint));
+    let stop = stopped.clone();
+    let running = tokio::spawn(async move { daemon.serve(&stop).await });
+    while arrivals.lock().unwrap().len() < 4 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let times = arrivals.lock().unwrap().clone();
+    let gaps: Vec<f64> = times.windows(2).map(|w| (w[1] - w[0]).as_secs_f64()).collect();
+    // Backoff from 1 s, doubling, each wait spread by up to a fifth (plus the 100 ms this loop
+    // and the polls may add); then the collector's 30 s, whole.
+    assert!((0.8..=1.3).contains(&gaps[0]), "{gaps:?}");
+    assert!((1.6..=2.5).contains(&gaps[1]), "{gaps:?}");
+    assert!((30.0..=30.2).contains(&gaps[2]), "{gaps:?}");
+    // Accepted: the next export waits for the interval (60 s after the first, at start).
+    while arrivals.lock().unwrap().len() < 5 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let fifth = arrivals.lock().unwrap()[4];
+    assert_eq!(
+        (fifth - times[0]).as_secs(),
+        60,
+        "the next export is the interval's"
+    );
+    stopped.notify_one();
+    running.await.unwrap().unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_deleted_state_dir_pauses_counting_until_the_retry_then_the_ledger_is_counted_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let (stats, state) = (dir.path().join("stats"), dir.path().join("state"));
+    std::fs::create_dir_all(&stats).unwrap();
+    append(
+        &stats.join("2026-08-01.jsonl"),
+        r#"{"ts":"2026-08-01T10:00:00Z","model":"m/x","total":9}"#,
+    );
+    let (mut daemon, mut published, stopped) = polling_daemon(&stats, &state, "1s");
+    let stop = stopped.clone();
+    let running = tokio::spawn(async move { daemon.serve(&stop).await });
+    published.changed().await.unwrap();
+    let counted = published.borrow_and_update().lifetime.clone();
+    assert_eq!(counted.len(), 1);
+
+    std::fs::remove_dir_all(&state).unwrap();
+    let deleted = tokio::time::Instant::now();
+    // The next poll finds the store gone and pauses; nothing is published while paused. The
+    // first retry is due after 1 s spread by a fifth, so the poll after it (at 2 s, or at 3 s
+    // when the spread is above 1 s) reopens a new store and reads the ledger again.
+    published.changed().await.unwrap();
+    let resumed = deleted.elapsed();
+    assert!(
+        resumed == Duration::from_secs(2) || resumed == Duration::from_secs(3),
+        "{resumed:?}"
+    );
+    assert_eq!(
+        published.borrow().lifetime,
+        counted,
+        "the same totals, from the ledger"
+    );
+    assert!(state.join("store").is_dir());
     stopped.notify_one();
     running.await.unwrap().unwrap();
 }
