@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The whole-process benchmarks of issue 4, side by side in one run, printed as one table.
+"""The whole-process benchmarks, side by side in one run, printed as one table.
 
     python3 bench/run.py            # builds release first; 100k, 1M and 3M-line ledgers
     python3 bench/run.py --quick    # 100k and 1M only, 3 runs each
@@ -159,12 +159,12 @@ def main():
               f"{r['store'] / r['lines']:.1f} B | {r['back'] / r['lines'] * 1e6:.2f} us | "
               f"{r['one_wall'] * 1000:.1f} ms | {r['one_off'] * 1000:.1f} ms | {r['one_rest'] * 1000:.1f} ms | "
               f"{r['one_ingest']:.2f} ms |")
-    # The machine's speed, to read the absolute times by: issue 4's anchors were measured where
-    # the baseline took 0.9-1.0 s for 1M lines, and this kind of machine has also run 1.4-1.6 s.
+    # The machine's speed, to read the absolute times by: the baseline has taken 0.8-1.0 s for
+    # 1M lines on this kind of machine, and 1.4-1.6 s in its slow spells.
     for r in results:
         if r["lines"] == 1_000_000:
             (b0, b1), (r0, r1) = r["spread"]["back"], r["spread"]["rest"]
-            print(f"\nThis machine: baseline {r['base']:.2f} s for 1M lines (issue 4's anchor machine: 0.9-1.0 s). "
+            print(f"\nThis machine: baseline {r['base']:.2f} s for 1M lines (0.8-1.0 s on a quiet machine of this kind). "
                   f"One new line at 1M, every run: back to back {b0 * 1000:.1f}-{b1 * 1000:.1f} ms, "
                   f"at rest {r0 * 1000:.1f}-{r1 * 1000:.1f} ms.")
     for r in results:

@@ -1,4 +1,4 @@
-//! The practical limit on one core, as issue 4 defines it: read every ledger file, split lines,
+//! The practical limit on one core (BENCHMARKS.md, "Machine and method"): read every ledger file, split lines,
 //! xxh3-128 each line, and decode the allow-listed fields. No store, no dedup, no export.
 //! `cargo run --release --example baseline -- STATS_DIR` prints lines, bytes and seconds.
 

@@ -226,7 +226,7 @@ fn decode_and_count<'a, E>(
     std::thread::scope(|scope| {
         let helper = scope.spawn(|| decode_all(second));
         first.iter().map(decode_one).try_for_each(&mut count)?;
-        // The decoder does not panic on any input (it is fuzzed in issue 6); should it ever,
+        // The decoder does not panic on any input (it is fuzzed: fuzz/); should it ever,
         // decode that half here rather than lose or skip lines.
         let decoded = helper.join().unwrap_or_else(|_| decode_all(second));
         decoded.into_iter().try_for_each(&mut count)

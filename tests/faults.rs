@@ -1,4 +1,4 @@
-//! Fault injection (issue 6): what a machine does to a daemon — a full disk and a read-only file
+//! Fault injection: what a machine does to a daemon — a full disk and a read-only file
 //! system under the state dir, a stats folder or file it may not read, a stats folder behind a
 //! symlink that is re-pointed, a file deleted while it is read, a 10 MB line, five thousand day
 //! files, bytes that are not UTF-8, the clock set back. Each ends with a clear message (or none

@@ -1,4 +1,4 @@
-//! Model-based test (issue 6): random sequences of what happens to a Reasonix ledger and to the
+//! Model-based test: random sequences of what happens to a Reasonix ledger and to the
 //! exporter — appends, split writes, torn tails completed or repaired the way Reasonix does,
 //! copies, truncations, in-place rewrites, new day files, deletions, lost checkpoints, a lost
 //! store, a moved home, restarts — run against the real ingestion (the library, in process, on
