@@ -202,6 +202,18 @@ fn run_pauses_on_a_full_disk_and_resumes_exactly_when_there_is_room() {
 /// Without the sandbox the daemon recreates a deleted state dir and rebuilds the store from the
 /// ledger; with it (the default), it may write only in the folder it started with, so it says
 /// to start it again and exits for systemd to do so.
+/// Deletes `dir` while a running daemon may be writing in it, as `rm -rf` by hand would have
+/// to: a file created between the listing and the folder's removal makes it "not empty", and the
+/// removal is tried again until it goes.
+fn remove_under_a_writer(dir: &Path) {
+    let removed = wait_until(Duration::from_secs(10), || match std::fs::remove_dir_all(dir) {
+        Ok(()) => true,
+        Err(e) if e.kind() == std::io::ErrorKind::DirectoryNotEmpty => false,
+        Err(e) => panic!("cannot delete {}: {e}", dir.display()),
+    });
+    assert!(removed, "{} could not be deleted", dir.display());
+}
+
 #[test]
 fn a_state_dir_deleted_under_run_is_rebuilt_and_its_stream_goes_on() {
     let fx = Fixture::new();
@@ -212,7 +224,7 @@ fn a_state_dir_deleted_under_run_is_rebuilt_and_its_stream_goes_on() {
     let mut daemon = exporting_every_second(&fx, &receiver, &model, &["--sandbox", "off"]);
     let exact = |model: &Model| receiver.backend_totals() == model.expected.totals();
 
-    std::fs::remove_dir_all(&fx.state).unwrap();
+    remove_under_a_writer(&fx.state);
     ledger(&fx, &mut model, &mut generator, 200);
     assert!(
         wait_until(Duration::from_secs(60), || exact(&model)
@@ -241,7 +253,7 @@ fn a_state_dir_deleted_under_run_is_rebuilt_and_its_stream_goes_on() {
     assert!(wait_until(Duration::from_secs(30), || sandboxed
         .log_text()
         .contains("watching")));
-    std::fs::remove_dir_all(&fx.state).unwrap();
+    remove_under_a_writer(&fx.state);
     assert!(
         wait_until(Duration::from_secs(30), || sandboxed
             .child
