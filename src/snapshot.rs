@@ -16,7 +16,8 @@ pub struct StatusJson {
     pub series: Vec<SeriesJson>,
     pub lines: LinesJson,
     /// Where the running daemon serves `/metrics` (its bound address, so `--prometheus
-    /// 127.0.0.1:0` can be found); only in the snapshot a running daemon writes.
+    /// 127.0.0.1:0` can be found); only in the snapshot a running daemon writes, and shown by
+    /// the `status` table, never by `status --json`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prometheus: Option<String>,
 }

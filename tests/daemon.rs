@@ -306,9 +306,19 @@ fn status_works_while_the_daemon_runs() {
             && serde_json::from_slice::<serde_json::Value>(&out.stdout)
                 .is_ok_and(|v| v["series"][0]["total"] == 9 && v["lines"]["counted"] == 1)
     }));
+    // The JSON has the documented shape and nothing else; the table says where /metrics is.
+    let json: serde_json::Value = serde_json::from_slice(&fx.run(&["status", "--json"]).stdout).unwrap();
+    let mut keys: Vec<&String> = json.as_object().unwrap().keys().collect();
+    keys.sort();
+    assert_eq!(keys, ["lines", "series"]);
     let table = fx.run(&["status"]);
     assert!(table.status.success());
-    assert!(String::from_utf8_lossy(&table.stdout).contains("m/x"));
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert!(table.contains("m/x"), "{table}");
+    assert!(
+        table.contains(&format!("run serves /metrics on http://127.0.0.1:{port}/metrics")),
+        "{table}"
+    );
     drop(daemon);
 }
 

@@ -171,11 +171,7 @@ fn run_pauses_on_a_full_disk_and_resumes_exactly_when_there_is_room() {
         "a full disk is reported: {}",
         daemon.log_text()
     );
-    assert!(
-        daemon.child.try_wait().unwrap().is_none(),
-        "{}",
-        daemon.log_text()
-    );
+    assert!(daemon.is_running(), "{}", daemon.log_text());
 
     std::fs::remove_file(&ballast).unwrap();
     assert!(
@@ -232,11 +228,7 @@ fn a_state_dir_deleted_under_run_is_rebuilt_and_its_stream_goes_on() {
         "{}",
         daemon.log_text()
     );
-    assert!(
-        daemon.child.try_wait().unwrap().is_none(),
-        "{}",
-        daemon.log_text()
-    );
+    assert!(daemon.is_running(), "{}", daemon.log_text());
     assert!(
         daemon.log_text().contains("the state dir was deleted"),
         "{}",
@@ -328,7 +320,6 @@ fn symlinked_stats_folder_repointed(sandbox: &str) {
     model.feed(first.as_bytes());
 
     let link_arg = link.display().to_string();
-    let listen = "127.0.0.1:0".to_string();
     let args = [
         "--stats-dir",
         &link_arg,
@@ -337,7 +328,7 @@ fn symlinked_stats_folder_repointed(sandbox: &str) {
         "--poll-interval",
         "200ms",
         "--prometheus",
-        &listen,
+        "127.0.0.1:0",
         "--sandbox",
         sandbox,
     ];
@@ -623,7 +614,6 @@ fn unreadable_stats_folder_and_file_then_readable_lose_nothing() {
     std::os::unix::fs::chown(&fx.state, Some(65534), Some(65534)).unwrap();
     chmod(&fx.stats, 0o000);
 
-    let prometheus = "127.0.0.1:0".to_string();
     let daemon = fx.spawn_via(
         "setpriv",
         &setpriv,
@@ -633,7 +623,7 @@ fn unreadable_stats_folder_and_file_then_readable_lose_nothing() {
             "--poll-interval",
             "100ms",
             "--prometheus",
-            &prometheus,
+            "127.0.0.1:0",
         ],
     );
     let port = daemon.metrics_port();

@@ -525,8 +525,24 @@ fn peak_rss_kib(pid: u32) -> u64 {
     line.split_whitespace().nth(1).unwrap().parse().unwrap()
 }
 
-fn still_running(daemon: &mut common::Daemon) -> bool {
-    daemon.child.try_wait().unwrap().is_none()
+/// `run` under a hard descriptor limit of `nofile` (which it cannot raise), exporting to
+/// `receiver` every second and serving `/metrics` on a port of its own; with that port.
+fn run_with_descriptor_limit(fx: &Fixture, receiver: &Receiver, nofile: u32) -> (common::Daemon, u16) {
+    let limit = format!("--nofile={nofile}:{nofile}");
+    let daemon = fx.spawn_via(
+        "prlimit",
+        &[&limit, "--"],
+        &[
+            "--otlp-endpoint",
+            &receiver.endpoint,
+            "--prometheus",
+            "127.0.0.1:0",
+            "--export-interval",
+            "1s",
+        ],
+    );
+    let port = daemon.metrics_port();
+    (daemon, port)
 }
 
 #[test]
@@ -535,21 +551,8 @@ fn idle_metrics_clients_beyond_the_descriptor_limit_stop_nothing() {
     let mut model = Model::default();
     ledger(&fx, &mut model, 21, 50);
     let receiver = Receiver::http();
-    let listen = "127.0.0.1:0".to_string();
     // systemd's default soft limit, as a hard limit the exporter cannot raise.
-    let mut daemon = fx.spawn_via(
-        "prlimit",
-        &["--nofile=1024:1024", "--"],
-        &[
-            "--otlp-endpoint",
-            &receiver.endpoint,
-            "--prometheus",
-            &listen,
-            "--export-interval",
-            "1s",
-        ],
-    );
-    let port = daemon.metrics_port();
+    let (mut daemon, port) = run_with_descriptor_limit(&fx, &receiver, 1024);
     assert!(
         wait_until(Duration::from_secs(20), || common::scrape_totals(port).is_some()),
         "never served /metrics: {}",
@@ -568,7 +571,7 @@ fn idle_metrics_clients_beyond_the_descriptor_limit_stop_nothing() {
         "ingestion and exports stopped while /metrics had 1,100 idle clients: {}",
         daemon.log_text()
     );
-    assert!(still_running(&mut daemon), "{}", daemon.log_text());
+    assert!(daemon.is_running(), "{}", daemon.log_text());
     drop(idle);
     assert!(
         wait_until(Duration::from_secs(30), || common::scrape_totals(port)
@@ -581,7 +584,7 @@ fn idle_metrics_clients_beyond_the_descriptor_limit_stop_nothing() {
         !log.contains("Too many open files") && !log.contains("state dir"),
         "{log}"
     );
-    assert!(still_running(&mut daemon), "{log}");
+    assert!(daemon.is_running(), "{log}");
 }
 
 #[test]
@@ -666,7 +669,7 @@ fn slow_and_oversized_metrics_requests_are_cut_off_in_bounded_memory() {
         held < Duration::from_secs(15),
         "a client sending a header byte a second was held {held:?}"
     );
-    assert!(still_running(&mut daemon), "{}", daemon.log_text());
+    assert!(daemon.is_running(), "{}", daemon.log_text());
     assert_eq!(common::scrape_totals(port), Some(model.expected.totals()));
 }
 
@@ -676,21 +679,8 @@ fn running_out_of_descriptors_is_reported_and_passes() {
     let mut model = Model::default();
     ledger(&fx, &mut model, 24, 50);
     let receiver = Receiver::http();
-    let listen = "127.0.0.1:0".to_string();
     // A limit the daemon's own descriptors (about 20) and the 64 connections it serves exceed.
-    let mut daemon = fx.spawn_via(
-        "prlimit",
-        &["--nofile=40:40", "--"],
-        &[
-            "--otlp-endpoint",
-            &receiver.endpoint,
-            "--prometheus",
-            &listen,
-            "--export-interval",
-            "1s",
-        ],
-    );
-    let port = daemon.metrics_port();
+    let (mut daemon, port) = run_with_descriptor_limit(&fx, &receiver, 40);
     let expected = model.expected.totals();
     assert!(
         wait_until(Duration::from_secs(30), || receiver.backend_totals() == expected),
@@ -717,7 +707,7 @@ fn running_out_of_descriptors_is_reported_and_passes() {
         "counting and exports go on once descriptors are free: {}",
         daemon.log_text()
     );
-    assert!(still_running(&mut daemon), "{}", daemon.log_text());
+    assert!(daemon.is_running(), "{}", daemon.log_text());
     let log = daemon.log_text();
     assert!(
         !log.contains("state dir is writable"),

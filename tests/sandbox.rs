@@ -87,7 +87,6 @@ fn in_the_sandbox_run_still_ingests_exports_by_host_name_and_serves_metrics() {
         fx.append(&format!("{day}.jsonl"), text.as_bytes());
         model.feed(text.as_bytes());
     }
-    let listen = "127.0.0.1:0".to_string();
     let daemon = fx.spawn(&[
         "--otlp-endpoint",
         &endpoint,
@@ -96,7 +95,7 @@ fn in_the_sandbox_run_still_ingests_exports_by_host_name_and_serves_metrics() {
         "--poll-interval",
         "200ms",
         "--prometheus",
-        &listen,
+        "127.0.0.1:0",
     ]);
     let port = daemon.metrics_port();
     let more = generator.day_file(&days(3)[2], 30);

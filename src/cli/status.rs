@@ -35,6 +35,12 @@ pub fn status(settings: &Settings, json: bool) -> anyhow::Result<()> {
         Err(e) => return Err(e.into()),
     };
     let text = if json {
+        // The JSON keeps the documented shape (series and lines); where `run` serves `/metrics`
+        // is for the table.
+        let doc = StatusJson {
+            prometheus: None,
+            ..doc
+        };
         serde_json::to_string_pretty(&doc).expect("plain data serialises")
     } else {
         render_table(&doc)

@@ -9,14 +9,27 @@ use super::*;
 use crate::paths::env_of;
 use crate::settings::Flags;
 
-/// A daemon on `stats` and `state`: no `/metrics`, no file events (polling alone, every `poll`),
-/// exporting every 60 s to `endpoint` (or not at all), and what it publishes.
-fn daemon_with(
+/// A daemon serving on its own task, stopped by [`Running::stop`].
+struct Running {
+    stopped: Arc<Notify>,
+    task: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+impl Running {
+    async fn stop(self) {
+        self.stopped.notify_one();
+        self.task.await.unwrap().unwrap();
+    }
+}
+
+/// A daemon running on `stats` and `state`: no `/metrics`, no file events (polling alone,
+/// every `poll`), exporting every 60 s to `endpoint` (or not at all); and what it publishes.
+fn run_daemon(
     stats: &Path,
     state: &Path,
     poll: &str,
     endpoint: Option<&str>,
-) -> (Daemon, watch::Receiver<Arc<Snapshot>>, Arc<Notify>) {
+) -> (Running, watch::Receiver<Arc<Snapshot>>) {
     let mut flags: Flags = [
         ("stats_dir", stats.to_str().unwrap()),
         ("state_dir", state.to_str().unwrap()),
@@ -40,17 +53,11 @@ fn daemon_with(
     let store = Store::open(state, false).unwrap();
     let (snapshots, published) = watch::channel(Arc::new(Snapshot::default()));
     let stopping = Arc::new(AtomicBool::new(false));
-    let daemon = Daemon::new(&settings, store, exporter, snapshots, None, stopping);
-    (daemon, published, Arc::new(Notify::new()))
-}
-
-/// The same, not exporting.
-fn polling_daemon(
-    stats: &Path,
-    state: &Path,
-    poll: &str,
-) -> (Daemon, watch::Receiver<Arc<Snapshot>>, Arc<Notify>) {
-    daemon_with(stats, state, poll, None)
+    let mut daemon = Daemon::new(&settings, store, exporter, snapshots, None, stopping);
+    let stopped = Arc::new(Notify::new());
+    let stop = stopped.clone();
+    let task = tokio::spawn(async move { daemon.serve(&stop).await });
+    (Running { stopped, task }, published)
 }
 
 fn append(file: &Path, line: &str) {
@@ -68,9 +75,7 @@ async fn polling_alone_a_new_line_is_committed_at_the_next_poll_and_not_before()
     let dir = tempfile::tempdir().unwrap();
     let (stats, state) = (dir.path().join("stats"), dir.path().join("state"));
     std::fs::create_dir_all(&stats).unwrap();
-    let (mut daemon, mut published, stopped) = polling_daemon(&stats, &state, "2s");
-    let stop = stopped.clone();
-    let running = tokio::spawn(async move { daemon.serve(&stop).await });
+    let (running, mut published) = run_daemon(&stats, &state, "2s", None);
     // The first poll, at start.
     published.changed().await.unwrap();
     let started = tokio::time::Instant::now();
@@ -96,17 +101,14 @@ async fn polling_alone_a_new_line_is_committed_at_the_next_poll_and_not_before()
     assert_eq!(started.elapsed(), Duration::from_secs(4));
     assert_eq!(published.borrow().lifetime, snapshot.lifetime);
 
-    stopped.notify_one();
-    running.await.unwrap().unwrap();
+    running.stop().await;
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_missing_stats_folder_is_waited_for_and_read_at_the_first_poll_after_it_appears() {
     let dir = tempfile::tempdir().unwrap();
     let (stats, state) = (dir.path().join("stats"), dir.path().join("state"));
-    let (mut daemon, mut published, stopped) = polling_daemon(&stats, &state, "500ms");
-    let stop = stopped.clone();
-    let running = tokio::spawn(async move { daemon.serve(&stop).await });
+    let (running, mut published) = run_daemon(&stats, &state, "500ms", None);
     published.changed().await.unwrap();
     let started = tokio::time::Instant::now();
     // Ten polls find nothing.
@@ -123,8 +125,7 @@ async fn a_missing_stats_folder_is_waited_for_and_read_at_the_first_poll_after_i
     published.changed().await.unwrap();
     assert_eq!(started.elapsed(), Duration::from_millis(5500));
     assert_eq!(published.borrow().lifetime.len(), 1);
-    stopped.notify_one();
-    running.await.unwrap().unwrap();
+    running.stop().await;
 }
 
 /// A collector on the paused clock: it answers each request with the next of `answers` (an HTTP
@@ -168,9 +169,7 @@ async fn a_refusing_collector_is_retried_with_backoff_and_its_retry_after_is_wai
     // Refused, refused, refused asking for 30 s, then accepted.
     let (endpoint, arrivals) =
         scripted_collector(vec![(503, None), (503, None), (429, Some("30")), (200, None)]).await;
-    let (mut daemon, _published, stopped) = daemon_with(&stats, &state, "2s", Some(&endpoint));
-    let stop = stopped.clone();
-    let running = tokio::spawn(async move { daemon.serve(&stop).await });
+    let (running, _published) = run_daemon(&stats, &state, "2s", Some(&endpoint));
     while arrivals.lock().unwrap().len() < 4 {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -191,8 +190,7 @@ async fn a_refusing_collector_is_retried_with_backoff_and_its_retry_after_is_wai
         60,
         "the next export is the interval's"
     );
-    stopped.notify_one();
-    running.await.unwrap().unwrap();
+    running.stop().await;
 }
 
 #[tokio::test(start_paused = true)]
@@ -204,9 +202,7 @@ async fn a_deleted_state_dir_pauses_counting_until_the_retry_then_the_ledger_is_
         &stats.join("2026-08-01.jsonl"),
         r#"{"ts":"2026-08-01T10:00:00Z","model":"m/x","total":9}"#,
     );
-    let (mut daemon, mut published, stopped) = polling_daemon(&stats, &state, "1s");
-    let stop = stopped.clone();
-    let running = tokio::spawn(async move { daemon.serve(&stop).await });
+    let (running, mut published) = run_daemon(&stats, &state, "1s", None);
     published.changed().await.unwrap();
     let counted = published.borrow_and_update().lifetime.clone();
     assert_eq!(counted.len(), 1);
@@ -228,6 +224,5 @@ async fn a_deleted_state_dir_pauses_counting_until_the_retry_then_the_ledger_is_
         "the same totals, from the ledger"
     );
     assert!(state.join("store").is_dir());
-    stopped.notify_one();
-    running.await.unwrap().unwrap();
+    running.stop().await;
 }

@@ -272,6 +272,11 @@ impl Fixture {
 }
 
 impl Daemon {
+    /// Whether the process has not exited.
+    pub fn is_running(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
