@@ -1,13 +1,12 @@
 //! The `status --json` document, and the copy of it a running daemon keeps in the state dir
 //! for `status`, which cannot open the store while the daemon holds it.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use crate::files::{self, Durability};
-use crate::series::{AttrSet, Quantity, Totals};
+use crate::series::{Quantity, Sums};
 use crate::store::counts::IngestCounts;
 
 /// The `status --json` document.
@@ -15,6 +14,12 @@ use crate::store::counts::IngestCounts;
 pub struct StatusJson {
     pub series: Vec<SeriesJson>,
     pub lines: LinesJson,
+    /// Spend per series, currency and billing mode; never added across currencies.
+    #[serde(default)]
+    pub cost: Vec<CostJson>,
+    /// Requests without a usable price, per series and reason.
+    #[serde(default)]
+    pub unpriced: Vec<UnpricedJson>,
     /// Where the running daemon serves `/metrics` (its bound address, so `--prometheus
     /// 127.0.0.1:0` can be found); only in the snapshot a running daemon writes, and shown by
     /// the `status` table, never by `status --json`.
@@ -38,6 +43,26 @@ pub struct SeriesJson {
 }
 
 #[derive(Debug, Serialize, Deserialize)]
+pub struct CostJson {
+    pub model_ref: String,
+    pub provider: String,
+    pub source: String,
+    pub currency: String,
+    pub billing_mode: String,
+    /// The exact decimal: no exponent, no trailing zeros after the point, at most 9 decimals.
+    pub amount: String,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct UnpricedJson {
+    pub model_ref: String,
+    pub provider: String,
+    pub source: String,
+    pub reason: String,
+    pub requests: u64,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
 pub struct LinesJson {
     pub read: u64,
     pub counted: u64,
@@ -58,8 +83,9 @@ pub fn write(state_dir: &Path, doc: &StatusJson) -> std::io::Result<()> {
 }
 
 impl StatusJson {
-    pub fn of(lifetime: &BTreeMap<AttrSet, Totals>, counts: &IngestCounts) -> StatusJson {
+    pub fn of(lifetime: &Sums, counts: &IngestCounts) -> StatusJson {
         let series = lifetime
+            .tokens
             .iter()
             .map(|(a, t)| SeriesJson {
                 model_ref: a.model_ref.clone(),
@@ -75,8 +101,35 @@ impl StatusJson {
                 turns: t.get(Quantity::Turns),
             })
             .collect();
+        let cost = lifetime
+            .cost
+            .iter()
+            .filter(|(_, amount)| !amount.is_zero())
+            .map(|(k, amount)| CostJson {
+                model_ref: k.attrs.model_ref.clone(),
+                provider: k.attrs.provider.clone(),
+                source: k.attrs.source.clone(),
+                currency: k.currency.clone(),
+                billing_mode: k.billing_mode.clone(),
+                amount: amount.to_string(),
+            })
+            .collect();
+        let unpriced = lifetime
+            .unpriced
+            .iter()
+            .filter(|(_, requests)| **requests > 0)
+            .map(|(k, requests)| UnpricedJson {
+                model_ref: k.attrs.model_ref.clone(),
+                provider: k.attrs.provider.clone(),
+                source: k.attrs.source.clone(),
+                reason: k.reason.clone(),
+                requests: *requests,
+            })
+            .collect();
         StatusJson {
             series,
+            cost,
+            unpriced,
             lines: LinesJson {
                 read: counts.read(),
                 counted: counts.counted,

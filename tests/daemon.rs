@@ -310,7 +310,7 @@ fn status_works_while_the_daemon_runs() {
     let json: serde_json::Value = serde_json::from_slice(&fx.run(&["status", "--json"]).stdout).unwrap();
     let mut keys: Vec<&String> = json.as_object().unwrap().keys().collect();
     keys.sort();
-    assert_eq!(keys, ["lines", "series"]);
+    assert_eq!(keys, ["cost", "lines", "series", "unpriced"]);
     let table = fx.run(&["status"]);
     assert!(table.status.success());
     let table = String::from_utf8_lossy(&table.stdout);

@@ -61,11 +61,12 @@ fn every_golden_ledger_gives_its_expected_status() {
 }
 
 /// `testdata/store-format-3`: the state dir `once` left after counting `row-kinds` and exporting
-/// it (store format 3, stream record 1), committed. This build opens a copy of it, reads the
-/// same totals, and counts nothing twice when it reads the same ledger again. A change to any
-/// stored layout fails here unless it keeps reading what was written before.
+/// it (store format 3, before cost; stream record 1), committed. This build upgrades a copy of
+/// it: the same token totals, the cost of every line it had counted added exactly once by the
+/// cost pass (the expected file is computed by testdata/expected_status.py), the same stream
+/// start, and nothing counted twice when the same ledger is read again and again.
 #[test]
-fn a_committed_store_of_the_current_format_opens_and_knows_its_lines() {
+fn a_store_from_before_cost_is_upgraded_and_gains_the_cost_of_its_lines_once() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata");
     let work = tempfile::tempdir().unwrap();
     let stats = work.path().join("stats");
@@ -77,14 +78,59 @@ fn a_committed_store_of_the_current_format_opens_and_knows_its_lines() {
     let status = |state: &Path| -> serde_json::Value {
         serde_json::from_slice(&run(&stats, state, &["status", "--json"]).stdout).unwrap()
     };
-    assert_eq!(status(&state), want, "the committed store's totals");
+    let stream_start = |state: &Path| std::fs::read(state.join("stream")).unwrap()[9..17].to_vec();
+    let start = stream_start(&state);
+    let before = status(&state);
+    assert_eq!(before["series"], want["series"], "the committed store's totals");
+    assert_eq!(before["lines"], want["lines"]);
 
-    run(&stats, &state, &["once", "--otlp", "off"]);
-    let again = status(&state);
-    assert_eq!(
-        again["series"], want["series"],
-        "the same lines read again count nothing"
-    );
-    assert_eq!(again["lines"]["counted"], want["lines"]["counted"]);
-    assert_eq!(again["lines"]["duplicate"], want["lines"]["read"]);
+    for pass in 1..=2 {
+        run(&stats, &state, &["once", "--otlp", "off"]);
+        let after = status(&state);
+        assert_eq!(
+            after["series"], want["series"],
+            "pass {pass}: no token counted twice"
+        );
+        assert_eq!(
+            after["cost"], want["cost"],
+            "pass {pass}: the cost of the counted lines"
+        );
+        assert_eq!(after["unpriced"], want["unpriced"], "pass {pass}");
+        assert_eq!(after["lines"]["counted"], want["lines"]["counted"]);
+    }
+    assert_eq!(stream_start(&state), start, "the stream goes on");
+}
+
+/// The cost pass stopped after its first file (as by a signal) and then killed: the copy of the
+/// state dir a `kill -9` leaves resumes the pass, and each line's cost is added once.
+#[test]
+fn the_cost_pass_resumes_after_a_kill_and_adds_each_cost_once() {
+    use reasonix_exporter::snapshot::StatusJson;
+    use reasonix_exporter::store::Store;
+    use std::sync::atomic::AtomicBool;
+
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata");
+    let work = tempfile::tempdir().unwrap();
+    let stats = work.path().join("stats");
+    copy_tree(&root.join("row-kinds/stats"), &stats);
+    let (state, killed) = (work.path().join("state"), work.path().join("killed"));
+    copy_tree(&root.join("store-format-3/state"), &state);
+    let want: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(root.join("row-kinds/expected-status.json")).unwrap()).unwrap();
+
+    let mut store = Store::open(&state, false).unwrap();
+    let regions = store.cost_pass().len();
+    assert!(regions > 1, "the committed store has several files to pass over");
+    reasonix_exporter::ingest::poll_until(&mut store, &stats, &AtomicBool::new(true)).unwrap();
+    assert_eq!(store.cost_pass().len(), regions - 1, "stopped after one file");
+    copy_tree(&state, &killed);
+    drop(store);
+
+    let mut store = Store::open(&killed, false).unwrap();
+    reasonix_exporter::ingest::poll(&mut store, &stats).unwrap();
+    assert!(store.cost_pass().is_empty(), "the pass is over");
+    let got = serde_json::to_value(StatusJson::of(store.lifetime(), store.counts())).unwrap();
+    assert_eq!(got["cost"], want["cost"]);
+    assert_eq!(got["unpriced"], want["unpriced"]);
+    assert_eq!(got["series"], want["series"]);
 }

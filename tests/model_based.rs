@@ -168,6 +168,7 @@ impl World {
         let store = self.store.as_ref().unwrap();
         let got: BTreeMap<Series, [u64; 8]> = store
             .lifetime()
+            .tokens
             .iter()
             .map(|(attrs, totals)| {
                 let [(_, model_ref), (_, provider), (_, source)] = attrs.pairs();
@@ -176,6 +177,38 @@ impl World {
             })
             .collect();
         assert_eq!(got, self.model.expected.totals(), "after {history:#?}");
+        let cost: BTreeMap<(Series, String, String), String> = store
+            .lifetime()
+            .cost
+            .iter()
+            .map(|(k, amount)| {
+                let a = &k.attrs;
+                let series = (a.model_ref.clone(), a.provider.clone(), a.source.clone());
+                (
+                    (series, k.currency.clone(), k.billing_mode.clone()),
+                    amount.to_string(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            cost,
+            self.model.expected.cost_decimals(),
+            "cost, after {history:#?}"
+        );
+        let unpriced: BTreeMap<(Series, String), u64> = store
+            .lifetime()
+            .unpriced
+            .iter()
+            .map(|(k, n)| {
+                let a = &k.attrs;
+                let series = (a.model_ref.clone(), a.provider.clone(), a.source.clone());
+                ((series, k.reason.clone()), *n)
+            })
+            .collect();
+        assert_eq!(
+            unpriced, self.model.expected.unpriced,
+            "unpriced, after {history:#?}"
+        );
         assert_eq!(
             store.counts().counted,
             self.model.expected.counted,

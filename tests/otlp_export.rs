@@ -37,6 +37,7 @@ fn check_delivers_exact_totals(receiver: Receiver) {
     assert_success(&fx.export_to(&receiver));
     assert_eq!(receiver.backend_totals(), model.expected.totals());
     check_metric_shape(&receiver);
+    check_cost(&receiver, &model);
 
     // Nothing new: nothing added.
     assert_success(&fx.export_to(&receiver));
@@ -76,8 +77,24 @@ fn check_delivers_exact_totals(receiver: Receiver) {
         .unwrap();
     assert_success(&out);
     assert_eq!(receiver.backend_totals(), model.expected.totals());
+    check_cost(&receiver, &model);
     // Re-reading the moved files shows as duplicates, so compare the series only.
     assert_eq!(fx.status()["series"], model.expected.status_json()["series"]);
+}
+
+/// The spend arrives as the double nearest to the exact sum, per currency and billing mode; the
+/// unpriced requests exactly, per reason.
+fn check_cost(receiver: &Receiver, model: &Model) {
+    let (cost, unpriced) = receiver.backend_cost();
+    let want: BTreeMap<_, f64> = model
+        .expected
+        .cost_decimals()
+        .into_iter()
+        .map(|(k, decimal)| (k, decimal.parse().unwrap()))
+        .collect();
+    assert!(!want.is_empty(), "the ledger has priced rows");
+    assert_eq!(cost, want);
+    assert_eq!(unpriced, model.expected.unpriced);
 }
 
 /// Names, units, temporality and resource (README, "Metrics").
@@ -133,6 +150,8 @@ fn check_metric_shape(receiver: &Receiver) {
         ("reasonix.requests", "{request}"),
         ("reasonix.tokens", "{token}"),
         ("reasonix.turns", "{turn}"),
+        ("reasonix.cost", "{currency}"),
+        ("reasonix.requests.unpriced", "{request}"),
     ]
     .into_iter()
     .map(|(a, b)| (a.to_string(), b.to_string()))

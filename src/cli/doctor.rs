@@ -195,6 +195,7 @@ fn check_store(settings: &Settings, report: &mut Report) {
                     }
                 ),
             );
+            report_pricing(&store, report);
         }
         Err(StoreError::Locked { owner, .. }) => {
             report.ok(
@@ -224,6 +225,30 @@ fn check_store(settings: &Settings, report: &mut Report) {
             "make the state dir writable, or choose another with --state-dir",
         ),
     }
+}
+
+/// How many requests carry Reasonix's price quote, and why the others do not.
+fn report_pricing(store: &Store, report: &mut Report) {
+    let (priced, unpriced) = store.lifetime().requests_by_pricing();
+    let reasons: Vec<String> = unpriced
+        .iter()
+        .map(|(reason, n)| format!("{reason} {n}"))
+        .collect();
+    let mut text = format!(
+        "{priced} requests priced by Reasonix; unpriced: {}",
+        if reasons.is_empty() {
+            "none".to_string()
+        } else {
+            reasons.join(", ")
+        }
+    );
+    if !store.cost_pass().is_empty() {
+        text.push_str(&format!(
+            " (the cost of lines counted before the upgrade is still being read from {} files; it is added by the next run or once)",
+            store.cost_pass().len()
+        ));
+    }
+    report.ok("cost", text);
 }
 
 async fn check_collector(settings: &Settings, report: &mut Report) {

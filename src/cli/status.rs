@@ -98,6 +98,7 @@ fn render_table(doc: &StatusJson) -> String {
         out.push_str(cells.join("  ").trim_end());
         out.push('\n');
     }
+    out.push_str(&render_cost(doc));
     let l = &doc.lines;
     out.push_str(&format!(
         "\nlines: {} read, {} counted, {} duplicate, {} rejected",
@@ -108,6 +109,39 @@ fn render_table(doc: &StatusJson) -> String {
     ));
     if let Some(addr) = &doc.prometheus {
         out.push_str(&format!("\nrun serves /metrics on http://{addr}/metrics"));
+    }
+    out
+}
+
+/// Spend per currency (never added across currencies), then the requests without a price.
+fn render_cost(doc: &StatusJson) -> String {
+    let mut out = String::new();
+    let mut currencies: Vec<&str> = doc.cost.iter().map(|c| c.currency.as_str()).collect();
+    currencies.sort_unstable();
+    currencies.dedup();
+    for currency in currencies {
+        out.push_str(&format!(
+            "\ncost in {currency}, Reasonix's estimate at list price (not a bill):\n"
+        ));
+        for c in doc.cost.iter().filter(|c| c.currency == currency) {
+            out.push_str(&format!(
+                "  {}  {}  {}  {}  {}\n",
+                c.model_ref, c.provider, c.source, c.billing_mode, c.amount
+            ));
+        }
+    }
+    // Per series and reason in `--json`; here, what share went unpriced and why.
+    let mut reasons: std::collections::BTreeMap<&str, u64> = std::collections::BTreeMap::new();
+    for u in &doc.unpriced {
+        let sum = reasons.entry(u.reason.as_str()).or_default();
+        *sum = sum.saturating_add(u.requests);
+    }
+    if !reasons.is_empty() {
+        let listed: Vec<String> = reasons
+            .iter()
+            .map(|(r, n)| format!("{r} {}", thousands(*n)))
+            .collect();
+        out.push_str(&format!("\nrequests unpriced: {}\n", listed.join(", ")));
     }
     out
 }

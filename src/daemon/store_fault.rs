@@ -1,7 +1,6 @@
 //! Counting paused on a store that cannot be written (a full disk, no descriptors left, a state
 //! dir deleted or made read-only), and resumed when it can be again.
 
-use std::collections::BTreeMap;
 use std::io::ErrorKind;
 use std::path::Path;
 use std::time::Duration;
@@ -11,7 +10,7 @@ use tokio::time::Instant;
 
 use super::backoff::Backoff;
 use super::{Daemon, FIRST_RETRY};
-use crate::series::{AttrSet, Totals};
+use crate::series::Sums;
 use crate::store::stream::StreamRecord;
 use crate::store::{Store, StoreError};
 
@@ -29,7 +28,7 @@ pub(super) struct StoreFault {
     /// deleted) continues it rather than start a second one.
     stream: StreamRecord,
     /// What the collector has, for delta exports from a rebuilt store.
-    delivered: BTreeMap<AttrSet, Totals>,
+    delivered: Sums,
 }
 
 impl StoreFault {

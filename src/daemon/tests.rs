@@ -91,6 +91,7 @@ async fn polling_alone_a_new_line_is_committed_at_the_next_poll_and_not_before()
     let snapshot = published.borrow_and_update().clone();
     let total: u64 = snapshot
         .lifetime
+        .tokens
         .values()
         .map(|t| t.get(crate::series::Quantity::Total))
         .sum();
@@ -124,7 +125,7 @@ async fn a_missing_stats_folder_is_waited_for_and_read_at_the_first_poll_after_i
     );
     published.changed().await.unwrap();
     assert_eq!(started.elapsed(), Duration::from_millis(5500));
-    assert_eq!(published.borrow().lifetime.len(), 1);
+    assert_eq!(published.borrow().lifetime.tokens.len(), 1);
     running.stop().await;
 }
 
@@ -205,7 +206,7 @@ async fn a_deleted_state_dir_pauses_counting_until_the_retry_then_the_ledger_is_
     let (running, mut published) = run_daemon(&stats, &state, "1s", None);
     published.changed().await.unwrap();
     let counted = published.borrow_and_update().lifetime.clone();
-    assert_eq!(counted.len(), 1);
+    assert_eq!(counted.tokens.len(), 1);
 
     std::fs::remove_dir_all(&state).unwrap();
     let deleted = tokio::time::Instant::now();

@@ -16,7 +16,6 @@
 //! We build the request ourselves from the official `opentelemetry-proto` types because the OTel
 //! SDK owns each process's start time and cannot carry the store's.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -25,7 +24,7 @@ use opentelemetry_proto::tonic::resource::v1::Resource;
 use super::payload::{self, Contents, Interval, Part, Temporality};
 use super::self_metrics::SelfStats;
 use super::transport::{Accepted, OtlpTarget, SendError, Transport};
-use crate::series::{AttrSet, Totals};
+use crate::series::{AttrSet, Sums};
 use crate::store::{PendingExport, Store, StoreError};
 
 #[derive(Debug, thiserror::Error)]
@@ -66,8 +65,8 @@ const MIN_REQUEST_BYTES: usize = 32 << 10;
 pub struct Outgoing {
     parts: Arc<Vec<Part>>,
     report: ExportReport,
-    /// The lifetime totals the requests were built from.
-    lifetime: BTreeMap<AttrSet, Totals>,
+    /// The lifetime sums the requests were built from.
+    lifetime: Sums,
 }
 
 /// How the requests of an export fared: they are sent in order, and the first that fails ends
@@ -196,7 +195,7 @@ impl OtlpExporter {
         let (values, start_ns) = match self.temporality {
             Temporality::Cumulative => (lifetime.clone(), stream.start_ns),
             Temporality::Delta => (
-                subtract(&lifetime, store.delivered()),
+                lifetime.minus(store.delivered()),
                 // Right after the last export (or the stream's start): delta intervals follow
                 // one another without overlap.
                 stream.last_time_ns.max(stream.start_ns),
@@ -239,10 +238,9 @@ impl OtlpExporter {
         outgoing: Outgoing,
         sent: Sent,
     ) -> Result<ExportReport, ExportError> {
-        let taken: BTreeMap<AttrSet, Totals> = outgoing
-            .accepted_series(sent.accepted)
-            .filter_map(|attrs| Some((attrs.clone(), *outgoing.lifetime.get(attrs)?)))
-            .collect();
+        let taken = outgoing
+            .lifetime
+            .only(&outgoing.accepted_series(sent.accepted).collect());
         match (self.temporality, sent.result) {
             (Temporality::Cumulative, Ok(accepted)) => {
                 store.confirm_delivered(&outgoing.lifetime)?;
@@ -292,15 +290,6 @@ impl OtlpExporter {
             error,
         }
     }
-}
-
-/// `a - b` per series, only where something remains.
-fn subtract(a: &BTreeMap<AttrSet, Totals>, b: &BTreeMap<AttrSet, Totals>) -> BTreeMap<AttrSet, Totals> {
-    a.iter()
-        .map(|(attrs, totals)| (attrs, totals.minus(&b.get(attrs).copied().unwrap_or_default())))
-        .filter(|(_, rest)| !rest.is_zero())
-        .map(|(attrs, rest)| (attrs.clone(), rest))
-        .collect()
 }
 
 fn now_ns() -> u64 {

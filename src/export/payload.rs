@@ -1,5 +1,6 @@
-//! The OTLP request for a set of counter values: the eight metrics of the README's "Metrics", one data point
-//! per series and quantity with a value, and the exporter's own health.
+//! The OTLP request for a set of counter values: the ten metrics of the README's "Metrics" (eight
+//! token quantities, spend and unpriced requests), one data point per series and quantity with a
+//! value, and the exporter's own health.
 //!
 //! With cumulative temporality every point is the store's lifetime total under the stream's one
 //! start time, and a point below the highest value ever sent for it (its mark, see
@@ -7,6 +8,7 @@
 
 use std::collections::BTreeMap;
 
+use number_data_point::Value::{AsDouble, AsInt};
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, KeyValue, any_value};
 use opentelemetry_proto::tonic::metrics::v1::{
@@ -17,7 +19,8 @@ use opentelemetry_proto::tonic::resource::v1::Resource;
 use prost::Message;
 
 use super::self_metrics::{Kind, SelfStats};
-use crate::series::{AttrSet, Quantity, Totals};
+use crate::series::cost::{COST, MetricNames, SeriesKey, UNPRICED};
+use crate::series::{AttrSet, Quantity, Sums};
 use crate::store::stream::StreamRecord;
 
 /// Whether points carry running sums or increments.
@@ -31,7 +34,7 @@ pub enum Temporality {
 #[derive(Debug)]
 pub struct Built {
     pub request: ExportMetricsServiceRequest,
-    /// Data points of the eight ledger metrics.
+    /// Data points of the ledger metrics.
     pub points: usize,
     /// Points held back because they were below their mark.
     pub held: usize,
@@ -47,7 +50,7 @@ pub struct Interval {
 /// What one request carries.
 pub struct Contents<'a> {
     /// The ledger series' values: lifetime totals (cumulative) or increments (delta).
-    pub values: &'a BTreeMap<AttrSet, Totals>,
+    pub values: &'a Sums,
     pub temporality: Temporality,
     /// The ledger points' interval.
     pub interval: Interval,
@@ -71,7 +74,7 @@ pub struct Part {
 pub fn parts(resource: &Resource, contents: &Contents<'_>, max_bytes: usize) -> Option<(Vec<Part>, Built)> {
     let whole = request(resource, contents)?;
     let size = whole.request.encoded_len();
-    let series: Vec<&AttrSet> = contents.values.keys().collect();
+    let series: Vec<&AttrSet> = contents.values.attr_sets().into_iter().collect();
     if size <= max_bytes || series.len() < 2 {
         let part = Part {
             request: whole.request.encode_to_vec(),
@@ -87,10 +90,7 @@ pub fn parts(resource: &Resource, contents: &Contents<'_>, max_bytes: usize) -> 
             .chunks(per_part)
             .enumerate()
             .filter_map(|(i, names)| {
-                let values: BTreeMap<AttrSet, Totals> = names
-                    .iter()
-                    .map(|a| ((*a).clone(), contents.values[*a]))
-                    .collect();
+                let values = contents.values.only(&names.iter().copied().collect());
                 let built = build(resource, contents, &values, i == 0)?;
                 if built.points == 0 && i > 0 {
                     return None;
@@ -113,22 +113,45 @@ pub fn request(resource: &Resource, contents: &Contents<'_>) -> Option<Built> {
     build(resource, contents, contents.values, true)
 }
 
-fn build(
-    resource: &Resource,
-    contents: &Contents<'_>,
-    values: &BTreeMap<AttrSet, Totals>,
-    with_health: bool,
-) -> Option<Built> {
+fn build(resource: &Resource, contents: &Contents<'_>, values: &Sums, with_health: bool) -> Option<Built> {
     let (mut points, mut held) = (0, 0);
-    let mut metrics: Vec<Metric> = Quantity::ALL
-        .iter()
-        .filter_map(|quantity| {
-            let (data_points, kept_back) = data_points(contents, values, *quantity);
-            held += kept_back;
-            points += data_points.len();
-            (!data_points.is_empty()).then(|| sum_metric(*quantity, data_points, contents.temporality))
-        })
-        .collect();
+    let marks = &contents.stream.marks;
+    let mut metrics = Vec::new();
+    let mut add = |names: MetricNames, (data_points, kept_back): (Vec<NumberDataPoint>, usize)| {
+        held += kept_back;
+        points += data_points.len();
+        if !data_points.is_empty() {
+            metrics.push(sum_metric(names, data_points, contents.temporality));
+        }
+    };
+    for quantity in Quantity::ALL {
+        let names = MetricNames {
+            otlp_name: quantity.otlp_name(),
+            prom_name: quantity.prom_name(),
+            unit: quantity.unit(),
+            description: quantity.description(),
+        };
+        add(
+            names,
+            data_points(contents, &values.tokens, &marks.tokens, |t| {
+                let value = t.get(quantity);
+                // OTLP integers are signed: a sum past 2^63 is pinned, never wrapped.
+                (value.into(), AsInt(i64::try_from(value).unwrap_or(i64::MAX)))
+            }),
+        );
+    }
+    add(
+        COST,
+        data_points(contents, &values.cost, &marks.cost, |a| {
+            (a.0, AsDouble(a.to_f64()))
+        }),
+    );
+    add(
+        UNPRICED,
+        data_points(contents, &values.unpriced, &marks.unpriced, |n| {
+            ((*n).into(), AsInt(i64::try_from(*n).unwrap_or(i64::MAX)))
+        }),
+    );
     if metrics.is_empty() && held == 0 {
         return None;
     }
@@ -161,46 +184,45 @@ fn build(
     })
 }
 
-/// The points of one quantity, zeros left out; and how many were held back (cumulative only:
-/// a value below what was sent before for its series).
-fn data_points(
+/// The points of one metric, zeros left out; and how many were held back (cumulative only:
+/// a value below what was sent before for its series). `value` gives a series' value to
+/// compare (exact) and the value to send.
+fn data_points<K: SeriesKey, V>(
     contents: &Contents<'_>,
-    values: &BTreeMap<AttrSet, Totals>,
-    quantity: Quantity,
+    values: &BTreeMap<K, V>,
+    marks: &BTreeMap<K, V>,
+    value: impl Fn(&V) -> (u128, number_data_point::Value),
 ) -> (Vec<NumberDataPoint>, usize) {
     let cumulative = contents.temporality == Temporality::Cumulative;
     let mut held = 0;
     let mut points = Vec::new();
-    for (attrs, totals) in values {
-        let value = totals.get(quantity);
-        if value == 0 {
+    for (key, sum) in values {
+        let (exact, sent) = value(sum);
+        if exact == 0 {
             continue;
         }
-        let mark = contents.stream.series.get(attrs).map_or(0, |m| m.get(quantity));
-        if cumulative && value < mark {
+        let mark = marks.get(key).map_or(0, |m| value(m).0);
+        if cumulative && exact < mark {
             held += 1;
             continue;
         }
         points.push(NumberDataPoint {
-            attributes: attributes(attrs),
+            attributes: attributes(&key.pairs()),
             start_time_unix_nano: contents.interval.start_ns,
             time_unix_nano: contents.interval.end_ns,
-            // OTLP integers are signed: a sum past 2^63 is pinned, never wrapped.
-            value: Some(number_data_point::Value::AsInt(
-                i64::try_from(value).unwrap_or(i64::MAX),
-            )),
+            value: Some(sent),
             ..NumberDataPoint::default()
         });
     }
     (points, held)
 }
 
-/// A monotonic sum of `quantity`.
-fn sum_metric(quantity: Quantity, data_points: Vec<NumberDataPoint>, temporality: Temporality) -> Metric {
+/// A monotonic sum.
+fn sum_metric(names: MetricNames, data_points: Vec<NumberDataPoint>, temporality: Temporality) -> Metric {
     Metric {
-        name: quantity.otlp_name().into(),
-        description: quantity.description().into(),
-        unit: quantity.unit().into(),
+        name: names.otlp_name.into(),
+        description: names.description.into(),
+        unit: names.unit.into(),
         data: Some(metric::Data::Sum(Sum {
             data_points,
             aggregation_temporality: match temporality {
@@ -219,10 +241,7 @@ pub fn marked(contents: &Contents<'_>) -> StreamRecord {
     let mut stream = contents.stream.clone();
     stream.last_time_ns = contents.interval.end_ns;
     if contents.temporality == Temporality::Cumulative {
-        for (attrs, totals) in contents.values {
-            let mark = stream.series.entry(attrs.clone()).or_default();
-            *mark = mark.max(totals);
-        }
+        stream.marks.raise_to(contents.values);
     }
     for (name, value) in own_counters(contents.health) {
         let mark = stream.own.entry(name).or_default();
@@ -251,9 +270,8 @@ fn own_point(name: &str, reason: Option<&str>) -> String {
     }
 }
 
-fn attributes(attrs: &AttrSet) -> Vec<KeyValue> {
-    attrs
-        .pairs()
+fn attributes(pairs: &[(&str, &str)]) -> Vec<KeyValue> {
+    pairs
         .iter()
         .map(|(key, value)| KeyValue {
             key: (*key).into(),

@@ -19,12 +19,13 @@ use hyper_util::service::TowerToHyperService;
 use tokio::sync::{Semaphore, watch};
 
 use super::self_metrics::{Kind, SelfStats};
-use crate::series::{AttrSet, Quantity, Totals};
+use crate::series::cost::{COST, MetricNames, SeriesKey, UNPRICED};
+use crate::series::{Quantity, Sums};
 
 /// What a scrape shows: published by the daemon after every commit.
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
-    pub lifetime: BTreeMap<AttrSet, Totals>,
+    pub lifetime: Sums,
     /// When the store's stream started: the start of every lifetime counter.
     pub created: Option<SystemTime>,
     pub health: SelfStats,
@@ -133,27 +134,29 @@ pub fn encode(snapshot: &Snapshot, openmetrics: bool) -> String {
     let created = snapshot
         .created
         .and_then(|c| c.duration_since(SystemTime::UNIX_EPOCH).ok())
-        .map(|d| d.as_secs_f64());
+        .map(|d| d.as_secs_f64())
+        .filter(|_| openmetrics);
+    let sums = &snapshot.lifetime;
     for quantity in Quantity::ALL {
-        let total_name = quantity.prom_name();
-        let family = total_name.trim_end_matches("_total");
-        header_lines(
-            &mut out,
-            if openmetrics { family } else { total_name },
-            quantity.description(),
-            "counter",
-        );
         // Every quantity of a known series, zeros too: a counter Prometheus first sees above
         // zero loses that first increment to `increase()`.
-        for (attrs, totals) in &snapshot.lifetime {
-            let value = totals.get(quantity);
-            let labels = labels(&attrs.pairs());
-            let _ = writeln!(out, "{total_name}{labels} {value}");
-            if let (true, Some(created)) = (openmetrics, created) {
-                let _ = writeln!(out, "{family}_created{labels} {created}");
-            }
-        }
+        let names = MetricNames {
+            otlp_name: quantity.otlp_name(),
+            prom_name: quantity.prom_name(),
+            unit: quantity.unit(),
+            description: quantity.description(),
+        };
+        counter(&mut out, names, openmetrics, created, &sums.tokens, |t| {
+            t.get(quantity).to_string()
+        });
     }
+    // The spend as the exact decimal, never a float.
+    counter(&mut out, COST, openmetrics, created, &sums.cost, |a| {
+        a.to_string()
+    });
+    counter(&mut out, UNPRICED, openmetrics, created, &sums.unpriced, |n| {
+        n.to_string()
+    });
     for metric in snapshot.health.metrics() {
         let (name, kind) = match metric.kind {
             Kind::Counter | Kind::ProcessCounter => (format!("{}_total", metric.prom_name), "counter"),
@@ -174,6 +177,33 @@ pub fn encode(snapshot: &Snapshot, openmetrics: bool) -> String {
         out.push_str("# EOF\n");
     }
     out
+}
+
+/// One counter family: its header, then a sample per series (and its `_created` in
+/// OpenMetrics).
+fn counter<K: SeriesKey, V>(
+    out: &mut String,
+    names: MetricNames,
+    openmetrics: bool,
+    created: Option<f64>,
+    series: &BTreeMap<K, V>,
+    value: impl Fn(&V) -> String,
+) {
+    let total_name = names.prom_name;
+    let family = total_name.trim_end_matches("_total");
+    header_lines(
+        out,
+        if openmetrics { family } else { total_name },
+        names.description,
+        "counter",
+    );
+    for (key, sum) in series {
+        let labels = labels(&key.pairs());
+        let _ = writeln!(out, "{total_name}{labels} {}", value(sum));
+        if let Some(created) = created {
+            let _ = writeln!(out, "{family}_created{labels} {created}");
+        }
+    }
 }
 
 fn header_lines(out: &mut String, name: &str, help: &str, kind: &str) {
@@ -207,6 +237,7 @@ fn labels(pairs: &[(&str, &str)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::series::{AttrSet, Totals};
 
     fn snapshot() -> Snapshot {
         let mut totals = Totals::default();
@@ -218,7 +249,10 @@ mod tests {
             source: "cli".into(),
         };
         Snapshot {
-            lifetime: BTreeMap::from([(attrs, totals)]),
+            lifetime: Sums {
+                tokens: BTreeMap::from([(attrs, totals)]),
+                ..Sums::default()
+            },
             created: Some(SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(1_764_500_000_250)),
             health: SelfStats::default(),
         }
@@ -243,6 +277,34 @@ mod tests {
             "a known series' zero quantities are there from the start: {text}"
         );
         assert!(text.contains("reasonix_exporter_lines_rejected_total{reason=\"invalid_json\"} 0"));
+    }
+
+    #[test]
+    fn spend_is_the_exact_decimal_per_currency() {
+        let mut snapshot = snapshot();
+        let attrs = AttrSet::folded();
+        let cost = crate::series::cost::CostSeries {
+            attrs: attrs.clone(),
+            currency: "JPY".into(),
+            billing_mode: "payg".into(),
+        };
+        let amount = crate::ledger::quote::Amount::parse("999999999999999999.999999999").unwrap();
+        snapshot.lifetime.cost.insert(cost, amount);
+        let unpriced = crate::series::cost::UnpricedSeries {
+            attrs,
+            reason: "no_price".into(),
+        };
+        snapshot.lifetime.unpriced.insert(unpriced, 3);
+        let text = encode(&snapshot, true);
+        assert!(
+            text.contains(r#"reasonix_cost_total{model_ref="other",provider="other",source="other",currency="JPY",billing_mode="payg"} 999999999999999999.999999999"#),
+            "{text}"
+        );
+        assert!(text.contains("# TYPE reasonix_cost counter\n"), "{text}");
+        assert!(
+            text.contains(r#"reasonix_requests_unpriced_total{model_ref="other",provider="other",source="other",reason="no_price"} 3"#),
+            "{text}"
+        );
     }
 
     #[test]

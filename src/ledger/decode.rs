@@ -1,7 +1,8 @@
 //! One ledger line in, one [`Decoded`] out: the allow-list decoder of docs/counting-rules.md.
 //!
 //! Only `ts, model, source, prompt, completion, reasoning, cache_hit, cache_miss, total, requests,
-//! turn` and the presence of `compaction` are looked at. Every other key is skipped by serde's
+//! turn`, the five fields of the price quote (`cost_amount, cost_currency, cost_complete,
+//! billing_mode, incomplete_reason`; see `quote.rs`) and the presence of `compaction` are looked at. Every other key is skipped by serde's
 //! `IgnoredAny` without its value ever being copied, so nothing a future Reasonix writes (or a
 //! prompt that leaked into a field) can reach the store, a label or a log line.
 //!
@@ -14,6 +15,7 @@ use std::fmt;
 
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
+use super::quote::{Quote, QuoteFields};
 use super::timestamp::{Day, day_of_rfc3339};
 
 /// The token and request counts a usage row carries; absent counts are zero.
@@ -48,6 +50,8 @@ pub struct Row<'a> {
     pub source: Option<Cow<'a, str>>,
     /// The calendar day of `ts` as written (its local date), when the row has one.
     pub day: Option<Day>,
+    /// The row's price quote; it counts only on a usage row.
+    pub quote: Quote<'a>,
 }
 
 /// Why a line counts nothing. Tallied in a self-metric; the line itself is never kept.
@@ -146,6 +150,7 @@ impl Row<'_> {
             model: self.model.map(|m| Cow::Owned(m.into_owned())),
             source: self.source.map(|s| Cow::Owned(s.into_owned())),
             day: self.day,
+            quote: self.quote.into_owned(),
         }
     }
 }
@@ -186,6 +191,17 @@ enum Field<T> {
     Bad,
 }
 
+impl<T> Field<T> {
+    /// `None` when absent, `Err(())` when of the wrong type: the shape `QuoteFields` takes.
+    fn quoted(self) -> Option<Result<T, ()>> {
+        match self {
+            Field::Absent => None,
+            Field::Value(v) => Some(Ok(v)),
+            Field::Bad => Some(Err(())),
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 struct Fields<'a> {
     ts: Field<Cow<'a, str>>,
@@ -199,6 +215,11 @@ struct Fields<'a> {
     total: Field<u64>,
     requests: Field<u64>,
     turn: Field<bool>,
+    cost_amount: Field<Cow<'a, str>>,
+    cost_currency: Field<Cow<'a, str>>,
+    cost_complete: Field<bool>,
+    billing_mode: Field<Cow<'a, str>>,
+    incomplete_reason: Field<Cow<'a, str>>,
     compaction: bool,
 }
 
@@ -246,16 +267,27 @@ impl<'a> Fields<'a> {
         } else {
             RowKind::Usage(counts)
         };
+        let quote = QuoteFields {
+            amount: self.cost_amount.quoted(),
+            currency: self.cost_currency.quoted(),
+            complete: self.cost_complete.quoted(),
+            billing_mode: self.billing_mode.quoted(),
+            incomplete_reason: self.incomplete_reason.quoted(),
+        }
+        .into_quote();
         Ok(Row {
             kind,
             model,
             source,
             day,
+            quote,
         })
     }
 }
 
 /// The top level of a line: an object's allow-listed fields, or the fact that it is no object.
+// One per line and short-lived on the stack: boxing the fields would cost an allocation a line.
+#[allow(clippy::large_enum_variant)]
 enum Parsed<'a> {
     Object(Fields<'a>),
     NotObject,
@@ -292,6 +324,13 @@ impl<'de> Visitor<'de> for TopLevel {
                 "total" => fields.total = map.next_value::<Scalar<'de>>()?.into_count(),
                 "requests" => fields.requests = map.next_value::<Scalar<'de>>()?.into_count(),
                 "turn" => fields.turn = map.next_value::<Scalar<'de>>()?.into_bool(),
+                "cost_amount" => fields.cost_amount = map.next_value::<Scalar<'de>>()?.into_text(),
+                "cost_currency" => fields.cost_currency = map.next_value::<Scalar<'de>>()?.into_text(),
+                "cost_complete" => fields.cost_complete = map.next_value::<Scalar<'de>>()?.into_bool(),
+                "billing_mode" => fields.billing_mode = map.next_value::<Scalar<'de>>()?.into_text(),
+                "incomplete_reason" => {
+                    fields.incomplete_reason = map.next_value::<Scalar<'de>>()?.into_text()
+                }
                 "compaction" => fields.compaction = !matches!(map.next_value::<Scalar<'de>>()?, Scalar::Null),
                 _ => {
                     map.next_value::<IgnoredAny>()?;
@@ -563,7 +602,7 @@ mod tests {
 
     #[test]
     fn unknown_fields_are_skipped_whatever_their_shape() {
-        let line = r#"{"ts":"2026-08-07T00:22:43Z","prompt_text":"SECRET","total":5,"nested":{"a":[1,{"b":"SECRET"}]},"cost_amount":"0.01","future":1.5}"#;
+        let line = r#"{"ts":"2026-08-07T00:22:43Z","prompt_text":"SECRET","total":5,"nested":{"a":[1,{"b":"SECRET"}]},"selected_amount":"0.01","future":1.5}"#;
         assert_eq!(usage(line).total, 5);
     }
 
@@ -586,6 +625,38 @@ mod tests {
         }
         // Invalid UTF-8 outside a string is still invalid JSON.
         assert_eq!(rejected(b"{\"total\":1}\xff"), Rejection::InvalidJson);
+    }
+
+    #[test]
+    fn the_price_quote_is_decoded_and_null_is_absent() {
+        let line = r#"{"model":"deepseek/deepseek-v4-flash","total":9,"requests":1,"cost_amount":"0.00123456","cost_currency":"CNY","selected_amount":"9.99","cost_complete":true,"incomplete_reason":null,"billing_mode":"payg","valuation_usd":"1"}"#;
+        assert_eq!(
+            row(line).quote,
+            Quote::Priced {
+                amount: crate::ledger::quote::Amount(1_234_560),
+                currency: "CNY".into(),
+                billing_mode: Some("payg".into())
+            }
+        );
+        let unpriced = r#"{"total":5,"cost_complete":false,"incomplete_reason":"no_price"}"#;
+        assert_eq!(
+            row(unpriced).quote,
+            Quote::Incomplete {
+                reason: Some("no_price".into())
+            }
+        );
+        assert_eq!(row(r#"{"total":5,"cost_complete":null}"#).quote, Quote::Missing);
+        // A quote of the wrong type is a bad cost; the row's tokens still count.
+        for bad in [
+            r#"{"total":5,"cost_complete":"true"}"#,
+            r#"{"total":5,"cost_complete":true,"cost_amount":0.5,"cost_currency":"USD"}"#,
+            r#"{"total":5,"cost_complete":true,"cost_amount":"0.5","cost_currency":["USD"]}"#,
+            r#"{"total":5,"billing_mode":1}"#,
+            r#"{"total":5,"cost_complete":false,"incomplete_reason":{}}"#,
+        ] {
+            assert_eq!(row(bad).quote, Quote::Bad, "{bad}");
+            assert_eq!(usage(bad).total, 5, "{bad}");
+        }
     }
 
     #[test]

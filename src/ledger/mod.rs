@@ -3,6 +3,7 @@
 pub mod checkpoint;
 pub mod decode;
 pub mod discover;
+pub mod quote;
 pub mod tail;
 pub mod timestamp;
 pub mod watch;

@@ -231,7 +231,8 @@ pub fn split_lines(pending: &mut Vec<u8>, fresh: &[u8], on_lines: impl FnOnce(&[
     pending.extend_from_slice(&fresh[last_newline + 1..]);
 }
 
-fn open_read_only(path: &Path) -> io::Result<File> {
+/// Opens a ledger file read-only (without touching its access time where allowed).
+pub fn open_read_only(path: &Path) -> io::Result<File> {
     #[cfg(target_os = "linux")]
     {
         use std::os::unix::fs::OpenOptionsExt;

@@ -8,12 +8,13 @@ use std::ffi::OsString;
 use xxhash_rust::xxh3::Xxh3Builder;
 
 use super::StoreError;
+use super::cost_pass::{PassFile, PassProgress};
 use super::counts::IngestCounts;
 use super::seen::{LineHash, Partition, PartitionKey};
 use crate::ledger::checkpoint::Checkpoint;
 use crate::ledger::decode::Row;
 use crate::ledger::timestamp::Day;
-use crate::series::{AttrSet, SeriesDeltas, Totals};
+use crate::series::{AttrSet, Part, SeriesDeltas, Totals};
 
 #[derive(Debug, Default)]
 pub struct Batch {
@@ -21,12 +22,15 @@ pub struct Batch {
     pub(super) series: SeriesDeltas,
     pub(super) checkpoints: HashMap<OsString, Checkpoint>,
     pub counts: IngestCounts,
+    /// The cost pass's set: lines whose quote it added (see `cost_pass`).
+    pub(super) costed: HashMap<PartitionKey, Partition, Xxh3Builder>,
+    pub(super) pass: PassProgress,
 }
 
 impl Batch {
-    /// Seen-set partitions this batch holds (each one a sled value rewritten at commit).
+    /// Seen-set (and cost pass) partitions this batch holds (each one a sled value rewritten at commit).
     pub fn partitions(&self) -> usize {
-        self.partitions.len()
+        self.partitions.len() + self.costed.len()
     }
 
     /// Records `hash` as seen; `false` when it was seen before, in this batch or in the store.
@@ -48,11 +52,52 @@ impl Batch {
         Ok(partition.insert(hash))
     }
 
-    /// Adds `delta` to the series of `row`; `known` holds the store's series (for the fold).
-    pub fn add(&mut self, known: &BTreeMap<AttrSet, Totals>, row: &Row<'_>, delta: &Totals) {
-        if self.series.add(known, row, delta) {
+    /// Adds what `row` counts (its `part`) to its series; `known` holds the store's series (for
+    /// the fold).
+    pub fn add(&mut self, known: &BTreeMap<AttrSet, Totals>, row: &Row<'_>, part: Part) {
+        if self.series.add(known, row, part) {
             self.counts.folded += 1;
         }
+    }
+
+    /// Whether the store (or this batch) has seen `hash`.
+    pub fn was_seen(
+        &mut self,
+        day: Option<Day>,
+        hash: LineHash,
+        load: impl FnOnce(&PartitionKey) -> Result<Partition, StoreError>,
+    ) -> Result<bool, StoreError> {
+        let key = PartitionKey::of(day, hash);
+        let partition = match self.partitions.entry(key) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => e.insert(load(&key)?),
+        };
+        Ok(partition.contains(hash))
+    }
+
+    /// Records that the cost pass added the quote of `hash`; `false` when it already had.
+    pub fn mark_costed(
+        &mut self,
+        day: Option<Day>,
+        hash: LineHash,
+        load: impl FnOnce(&PartitionKey) -> Result<Partition, StoreError>,
+    ) -> Result<bool, StoreError> {
+        let key = PartitionKey::of(day, hash);
+        let partition = match self.costed.entry(key) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => e.insert(load(&key)?),
+        };
+        Ok(partition.insert(hash))
+    }
+
+    /// The cost pass read `file` up to `region.done` (`None`: all of its region).
+    pub fn set_pass_progress(&mut self, file: OsString, region: Option<PassFile>) {
+        self.pass.files.insert(file, region);
+    }
+
+    /// The cost pass ends with this batch.
+    pub fn finish_pass(&mut self) {
+        self.pass.finished = true;
     }
 
     pub fn set_checkpoint(&mut self, file: OsString, checkpoint: Checkpoint) {
@@ -60,6 +105,10 @@ impl Batch {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.series.is_empty() && self.checkpoints.is_empty() && self.counts == IngestCounts::default()
+        self.series.is_empty()
+            && self.checkpoints.is_empty()
+            && self.counts == IngestCounts::default()
+            && self.pass.files.is_empty()
+            && !self.pass.finished
     }
 }

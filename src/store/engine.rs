@@ -6,7 +6,11 @@
 //!   `exports` (u64: delta exports begun; the export record outside sled has the last one's
 //!   number), `pending.delta` ([`PendingExport`]);
 //! - `t/<series key>` lifetime [`Totals`], `d/<series key>` delivered [`Totals`];
-//! - `c/<file name>` a [`Checkpoint`]; `s/<day>/<bucket>` a seen-set [`Partition`].
+//! - `$/<cost key>` lifetime spend (u128, 10^-9 units), `$d/<cost key>` delivered spend;
+//! - `u/<unpriced key>` lifetime unpriced requests (u64), `ud/<unpriced key>` delivered;
+//! - `c/<file name>` a [`Checkpoint`]; `s/<day>/<bucket>` a seen-set [`Partition`];
+//! - while the cost pass of an upgraded store lasts (`cost_pass.rs`): `q/<file name>` its
+//!   progress in that file, `p/<day>/<bucket>` the lines whose cost it added.
 //!
 //! [`IngestCounts`]: super::counts::IngestCounts
 //! [`PendingExport`]: super::pending::PendingExport
@@ -19,15 +23,14 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use super::StoreError;
-use crate::series::AttrSet;
+use crate::series::{Family, Sums};
 
 pub const KEY_VERSION: &[u8] = b"version";
 pub const KEY_CREATED: &[u8] = b"created";
 pub const KEY_COUNTS: &[u8] = b"counts";
 pub const KEY_PENDING: &[u8] = b"pending.delta";
 pub const KEY_EXPORTS: &[u8] = b"exports";
-pub const PREFIX_TOTALS: &[u8] = b"t/";
-pub const PREFIX_DELIVERED: &[u8] = b"d/";
+pub const PREFIX_CHECKPOINT_PASS: &[u8] = b"q/";
 pub const PREFIX_CHECKPOINT: &[u8] = b"c/";
 
 /// sled's page cache. The working set is a few day partitions and the totals; more cache only
@@ -115,8 +118,23 @@ fn existing_segment_size(store: &Path) -> Option<usize> {
         .and_then(|n| n.trim().parse().ok())
 }
 
-pub fn series_key(prefix: &[u8], attrs: &AttrSet) -> Vec<u8> {
-    [prefix, &attrs.encode()].concat()
+/// Where the lifetime (or, with `delivered`, the delivered) sums of `family` live.
+pub fn family_prefix(family: Family, delivered: bool) -> &'static [u8] {
+    match (family, delivered) {
+        (Family::Tokens, false) => b"t/",
+        (Family::Tokens, true) => b"d/",
+        (Family::Cost, false) => b"$/",
+        (Family::Cost, true) => b"$d/",
+        (Family::Unpriced, false) => b"u/",
+        (Family::Unpriced, true) => b"ud/",
+    }
+}
+
+/// Writes every entry of `sums` under the lifetime (or delivered) prefixes.
+pub fn write_sums(write: &mut sled::Batch, sums: &Sums, delivered: bool) {
+    for (family, key, value) in sums.encoded_entries() {
+        write.insert([family_prefix(family, delivered), &key].concat(), value);
+    }
 }
 
 pub fn checkpoint_key(name: &OsString) -> Vec<u8> {

@@ -19,7 +19,8 @@ use super::{PendingExport, StoreError};
 
 /// The file's first bytes, with the format's version last.
 const MAGIC: &[u8; 8] = b"rxexport";
-const VERSION: u8 = 2;
+/// 3 carries the cost families; 2 (before cost) is read as tokens only.
+const VERSION: u8 = 3;
 const HEADER_LEN: usize = MAGIC.len() + 1 + 8 + 8;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,14 +52,19 @@ impl ExportRecord {
         }
         let (header, pending) = body.split_at(HEADER_LEN);
         let (magic, rest) = header.split_at(MAGIC.len());
-        if magic != MAGIC || rest[0] != VERSION {
+        if magic != MAGIC {
             return None;
         }
+        let pending = match rest[0] {
+            VERSION => PendingExport::decode(pending)?,
+            2 => PendingExport::decode_before_cost(pending)?,
+            _ => return None,
+        };
         let number_at = |at: usize| u64::from_le_bytes(rest[at..at + 8].try_into().expect("8 bytes"));
         Some(ExportRecord {
             created_ns: number_at(1),
             number: number_at(9),
-            pending: PendingExport::decode(pending)?,
+            pending,
         })
     }
 }
@@ -93,12 +99,13 @@ pub fn write(path: &Path, record: &ExportRecord) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::series::{AttrSet, Totals};
-    use std::collections::BTreeMap;
+    use crate::series::{AttrSet, Sums, Totals};
 
     fn record() -> ExportRecord {
-        let mut delivered_after = BTreeMap::new();
-        delivered_after.insert(AttrSet::folded(), Totals::default());
+        let mut delivered_after = Sums::default();
+        delivered_after
+            .tokens
+            .insert(AttrSet::folded(), Totals::default());
         ExportRecord {
             created_ns: 1_764_500_000_123_456_789,
             number: 42,

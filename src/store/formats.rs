@@ -6,20 +6,22 @@
 //!
 //! A missing fixture fails with the hex to commit.
 
-use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+use super::cost_pass::PassFile;
 use super::counts::IngestCounts;
-use super::engine::{self, PREFIX_DELIVERED, PREFIX_TOTALS};
+use super::engine::{self, family_prefix};
 use super::export_record::ExportRecord;
 use super::seen::{LineHash, Partition, PartitionKey};
 use super::stream::StreamRecord;
 use super::{FORMAT_VERSION, PendingExport, recovery};
 use crate::ledger::checkpoint::{Checkpoint, FileStat};
 use crate::ledger::decode::Rejection;
+use crate::ledger::quote::Amount;
 use crate::ledger::timestamp::day_of_rfc3339;
-use crate::series::{AttrSet, Quantity, Totals};
+use crate::series::cost::{CostSeries, SeriesKey, UnpricedSeries};
+use crate::series::{AttrSet, Family, Quantity, Sums, Totals};
 
 /// The bytes of `testdata/formats/<name>.hex` (hex digits, white space ignored), checked
 /// against `encoded`.
@@ -43,6 +45,20 @@ fn golden(name: &str, encoded: &[u8]) -> Vec<u8> {
         .collect()
 }
 
+/// The bytes of `testdata/formats/<name>.hex` for a layout this build only reads (one written
+/// before cost).
+fn fixture(name: &str) -> Vec<u8> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("testdata/formats/{name}.hex"));
+    let digits: String = std::fs::read_to_string(&path)
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    (0..digits.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&digits[i..i + 2], 16).unwrap())
+        .collect()
+}
+
 fn attrs() -> AttrSet {
     AttrSet {
         model_ref: "deepseek/deepseek-v4-flash".into(),
@@ -59,21 +75,84 @@ fn totals() -> Totals {
     totals
 }
 
+fn cost_key() -> CostSeries {
+    CostSeries {
+        attrs: attrs(),
+        currency: "CNY".into(),
+        billing_mode: "subscription_equivalent".into(),
+    }
+}
+
+fn unpriced_key() -> UnpricedSeries {
+    UnpricedSeries {
+        attrs: attrs(),
+        reason: "no_price".into(),
+    }
+}
+
+fn sums() -> Sums {
+    let mut sums = tokens_only();
+    sums.cost
+        .insert(cost_key(), Amount(999_999_999_999_999_999_999_999_999));
+    sums.unpriced.insert(unpriced_key(), 12_345);
+    sums
+}
+
+/// What layouts from before cost hold.
+fn tokens_only() -> Sums {
+    let mut sums = Sums::default();
+    sums.tokens.insert(attrs(), totals());
+    sums.tokens.insert(AttrSet::folded(), Totals::default());
+    sums
+}
+
 fn pending() -> PendingExport {
-    let mut delivered_after = BTreeMap::new();
-    delivered_after.insert(attrs(), totals());
-    delivered_after.insert(AttrSet::folded(), Totals::default());
-    PendingExport { delivered_after }
+    PendingExport {
+        delivered_after: sums(),
+    }
 }
 
 #[test]
-fn series_key_and_totals() {
-    let key = engine::series_key(PREFIX_TOTALS, &attrs());
-    let bytes = golden("series-key", &key);
-    assert_eq!(AttrSet::decode(&bytes[PREFIX_TOTALS.len()..]), Some(attrs()));
-    assert_eq!(engine::series_key(PREFIX_DELIVERED, &attrs())[..2], *b"d/");
+fn series_keys_and_values() {
+    let prefixed = |family: Family, key: Vec<u8>| [family_prefix(family, false), &key].concat();
+    let bytes = golden("series-key", &prefixed(Family::Tokens, attrs().encode()));
+    assert_eq!(AttrSet::decode(&bytes[2..]), Some(attrs()));
     let bytes = golden("totals", &totals().encode());
     assert_eq!(Totals::decode(&bytes), Some(totals()));
+    let bytes = golden(
+        "cost-key",
+        &prefixed(Family::Cost, SeriesKey::encode(&cost_key())),
+    );
+    assert_eq!(CostSeries::decode(&bytes[2..]), Some(cost_key()));
+    let amount = Amount(999_999_999_999_999_999_999_999_999);
+    assert_eq!(Amount::decode(&golden("amount", &amount.encode())), Some(amount));
+    let bytes = golden(
+        "unpriced-key",
+        &prefixed(Family::Unpriced, unpriced_key().encode()),
+    );
+    assert_eq!(UnpricedSeries::decode(&bytes[2..]), Some(unpriced_key()));
+    let prefixes: Vec<&[u8]> = Family::ALL
+        .into_iter()
+        .flat_map(|f| [family_prefix(f, false), family_prefix(f, true)])
+        .collect();
+    assert_eq!(prefixes, [&b"t/"[..], b"d/", b"$/", b"$d/", b"u/", b"ud/"]);
+}
+
+#[test]
+fn cost_pass_region_and_set_key() {
+    let region = PassFile {
+        done: 4096,
+        end: 98_700,
+    };
+    assert_eq!(
+        PassFile::decode(&golden("cost-pass-region", &region.encode())),
+        Some(region)
+    );
+    let day = day_of_rfc3339("2026-08-07T00:22:43.571662+08:00");
+    golden(
+        "cost-pass-key",
+        &PartitionKey::of(day, LineHash(1 << 127 | 5)).cost_pass_key(),
+    );
 }
 
 #[test]
@@ -145,20 +224,45 @@ fn pending_export_and_export_record() {
     assert_eq!(ExportRecord::decode(&bytes), Some(record));
 }
 
+/// Written before cost: read as the token sums they hold.
 #[test]
-fn stream_record() {
+fn pending_export_and_export_record_before_cost() {
+    let bytes = fixture("pending-export-before-cost");
+    let before = PendingExport {
+        delivered_after: tokens_only(),
+    };
+    assert_eq!(PendingExport::decode_before_cost(&bytes), Some(before.clone()));
+    let record = ExportRecord::decode(&fixture("export-record-before-cost")).unwrap();
+    assert_eq!((record.number, record.pending), (42, before));
+}
+
+fn stream() -> StreamRecord {
     let mut record = StreamRecord::starting(1_764_500_000_123_456_789);
     record.last_time_ns = 1_764_500_060_000_000_000;
-    record.series.insert(attrs(), totals());
     record.own.insert("reasonix_exporter.lines.read".into(), 77);
+    record
+}
+
+#[test]
+fn stream_record() {
+    let mut record = stream();
+    record.marks = sums();
     let bytes = golden("stream-record", &record.encode());
     assert_eq!(StreamRecord::decode(&bytes), Some(record));
+    let mut before = stream();
+    before.marks.tokens.insert(attrs(), totals());
+    assert_eq!(
+        StreamRecord::decode(&fixture("stream-record-before-cost")),
+        Some(before),
+        "version 1, before cost"
+    );
 }
 
 #[test]
 fn store_header_values_and_marker() {
-    assert_eq!(FORMAT_VERSION, 3, "a new format needs new fixtures");
+    assert_eq!(FORMAT_VERSION, 4, "a new format needs new fixtures");
     golden("format-version", &FORMAT_VERSION.to_le_bytes());
+    assert_eq!(fixture("format-version-before-cost"), 3u32.to_le_bytes());
     let marker = golden("marker", b"1764500000123456789\n");
     assert_eq!(recovery::parse_marker(&marker), Some(1_764_500_000_123_456_789));
 }

@@ -9,9 +9,11 @@
 //! - `engine.rs`: sled's configuration, keys and writes;
 //! - `batch.rs`: what a poll has read and not yet committed;
 //! - `pending.rs`: what the collector has (the delta export in flight, the stream record);
-//! - `recovery.rs`: opening a store that was there, and refusing one that was damaged.
+//! - `recovery.rs`: opening a store that was there, and refusing one that was damaged;
+//! - `cost_pass.rs`: the upgrade of a store made before cost, and what its pass has left to read.
 
 mod batch;
+pub mod cost_pass;
 pub mod counts;
 #[cfg(test)]
 mod damage;
@@ -31,10 +33,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use crate::ledger::checkpoint::Checkpoint;
-use crate::series::{AttrSet, Totals};
+use crate::series::Sums;
 pub use batch::Batch;
 use counts::IngestCounts;
-use engine::{KEY_COUNTS, PREFIX_TOTALS, checkpoint_key, series_key, sled_error};
+use engine::{KEY_COUNTS, checkpoint_key, sled_error, write_sums};
 use lock::StateLock;
 pub use pending::PendingExport;
 use seen::{Partition, PartitionKey};
@@ -42,7 +44,7 @@ use stream::StreamRecord;
 
 /// The layout of the store's keys and values (see `engine.rs`). A store of another format is
 /// refused with `--reset-state` as the fix (the ledger is read again); see `recovery.rs`.
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 
 /// Beside the store: the creation time of the store that lives here.
 const MARKER_FILE: &str = "store.created";
@@ -87,9 +89,11 @@ pub struct Store {
     db: sled::Db,
     path: PathBuf,
     created: SystemTime,
-    lifetime: BTreeMap<AttrSet, Totals>,
-    delivered: BTreeMap<AttrSet, Totals>,
+    lifetime: Sums,
+    delivered: Sums,
     checkpoints: HashMap<OsString, Checkpoint>,
+    /// What the cost pass of an upgraded store has still to read (see `cost_pass`).
+    cost_pass: BTreeMap<OsString, cost_pass::PassFile>,
     counts: IngestCounts,
     pending: Option<PendingExport>,
     /// Exports ever begun.
@@ -152,9 +156,10 @@ impl Store {
             db,
             path,
             created: SystemTime::now(),
-            lifetime: BTreeMap::new(),
-            delivered: BTreeMap::new(),
+            lifetime: Sums::default(),
+            delivered: Sums::default(),
             checkpoints: HashMap::new(),
+            cost_pass: BTreeMap::new(),
             counts: IngestCounts::default(),
             pending: None,
             exports: 0,
@@ -198,14 +203,16 @@ impl Store {
                 write.insert(key.store_key(), partition.encode());
             }
         }
-        let deltas = batch.series.by_series();
-        let mut lifetime = Vec::with_capacity(deltas.len());
-        for (attrs, delta) in deltas {
-            let mut total = self.lifetime.get(&attrs).copied().unwrap_or_default();
-            total.add(&delta);
-            write.insert(series_key(PREFIX_TOTALS, &attrs), &total.encode()[..]);
-            lifetime.push((attrs, total));
-        }
+        let lifetime = self
+            .lifetime
+            .after_adding(&batch.series.by_series(&self.lifetime));
+        write_sums(&mut write, &lifetime, false);
+        let costed = batch
+            .costed
+            .iter()
+            .filter(|(_, partition)| partition.is_dirty())
+            .map(|(key, partition)| (*key, partition.encode()));
+        let cost_pass = self.write_cost_pass(&mut write, costed, &batch.pass)?;
         for (name, checkpoint) in &batch.checkpoints {
             write.insert(checkpoint_key(name), &checkpoint.encode()[..]);
         }
@@ -214,8 +221,9 @@ impl Store {
         write.insert(KEY_COUNTS, counts.encode());
         self.apply_unless_deferred(write)?;
 
-        self.lifetime.extend(lifetime);
+        self.lifetime.overwrite_with(lifetime);
         self.checkpoints.extend(batch.checkpoints);
+        self.cost_pass = cost_pass;
         self.counts = counts;
         Ok(())
     }
@@ -273,18 +281,19 @@ impl Store {
         self.defer_commit_flush = true;
     }
 
-    /// Lifetime totals per attribute set: everything ever counted.
-    pub fn lifetime(&self) -> &BTreeMap<AttrSet, Totals> {
+    /// Lifetime sums per series: everything ever counted.
+    pub fn lifetime(&self) -> &Sums {
         &self.lifetime
     }
 
-    /// What has been delivered to the collector, per attribute set.
-    pub fn delivered(&self) -> &BTreeMap<AttrSet, Totals> {
+    /// What has been delivered to the collector, per series.
+    pub fn delivered(&self) -> &Sums {
         &self.delivered
     }
 
+    /// Token series (attribute sets) known.
     pub fn series_count(&self) -> usize {
-        self.lifetime.len()
+        self.lifetime.tokens.len()
     }
 
     pub fn checkpoint(&self, file: &OsString) -> Option<&Checkpoint> {
@@ -322,13 +331,13 @@ mod tests {
     use std::time::Instant;
 
     use super::*;
-    use crate::series::Quantity;
+    use crate::series::{AttrSet, Quantity, Totals};
 
     fn export(store: &mut Store, lines: u64) {
-        let mut delivered_after = BTreeMap::new();
+        let mut delivered_after = Sums::default();
         let mut totals = Totals::default();
         totals.set(Quantity::Requests, lines);
-        delivered_after.insert(AttrSet::folded(), totals);
+        delivered_after.tokens.insert(AttrSet::folded(), totals);
         let pending = PendingExport { delivered_after };
         store.begin_export(pending).unwrap();
     }
@@ -355,11 +364,14 @@ mod tests {
         assert_eq!(store.exports, 3);
         let pending = store.pending_export().expect("the recorded export is pending");
         assert_eq!(
-            pending.delivered_after[&AttrSet::folded()].get(Quantity::Requests),
+            pending.delivered_after.tokens[&AttrSet::folded()].get(Quantity::Requests),
             3
         );
         store.finish_export().unwrap();
-        assert_eq!(store.delivered()[&AttrSet::folded()].get(Quantity::Requests), 3);
+        assert_eq!(
+            store.delivered().tokens[&AttrSet::folded()].get(Quantity::Requests),
+            3
+        );
         drop(store);
         let store = Store::open(dir.path(), false).unwrap();
         assert_eq!((store.exports, store.pending_export()), (3, None));
@@ -399,14 +411,17 @@ mod tests {
                 // The answer's write waited for the close's flush, which the kill prevented.
                 let pending = store.pending_export().expect("the export is still pending");
                 assert_eq!(
-                    pending.delivered_after[&AttrSet::folded()].get(Quantity::Requests),
+                    pending.delivered_after.tokens[&AttrSet::folded()].get(Quantity::Requests),
                     1
                 );
                 store.finish_export().unwrap();
             } else {
                 assert!(store.pending_export().is_none(), "`run` flushes it at once");
             }
-            assert_eq!(store.delivered()[&AttrSet::folded()].get(Quantity::Requests), 1);
+            assert_eq!(
+                store.delivered().tokens[&AttrSet::folded()].get(Quantity::Requests),
+                1
+            );
         }
     }
 

@@ -3,11 +3,11 @@
 
 use std::collections::BTreeMap;
 
-use super::engine::{self, KEY_EXPORTS, KEY_PENDING, PREFIX_DELIVERED, series_key};
+use super::engine::{self, KEY_EXPORTS, KEY_PENDING, write_sums};
 use super::export_record::{self, ExportRecord};
 use super::stream::{self, StreamRecord};
 use super::{Store, StoreError};
-use crate::series::{AttrSet, Totals};
+use crate::series::{AttrSet, Sums, Totals};
 
 /// A delta export that was sent, or is about to be, and not yet confirmed. Kept durably so that
 /// a run that dies before the collector's answer leaves it for the next run to settle: its
@@ -15,37 +15,44 @@ use crate::series::{AttrSet, Totals};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PendingExport {
     /// `delivered` per series once the collector has it.
-    pub delivered_after: BTreeMap<AttrSet, Totals>,
+    pub delivered_after: Sums,
 }
 
 impl PendingExport {
-    /// Per series: the series key's length (u32), the key, the [`Totals`].
+    /// [`Sums::encode`].
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.delivered_after.len() * 96);
-        for (attrs, totals) in &self.delivered_after {
-            let key = attrs.encode();
-            out.extend_from_slice(&(key.len() as u32).to_le_bytes());
-            out.extend_from_slice(&key);
-            out.extend_from_slice(&totals.encode());
-        }
-        out
+        self.delivered_after.encode()
     }
 
-    pub fn decode(mut bytes: &[u8]) -> Option<PendingExport> {
+    pub fn decode(bytes: &[u8]) -> Option<PendingExport> {
+        match Sums::decode(bytes)? {
+            (delivered_after, []) => Some(PendingExport { delivered_after }),
+            _ => None,
+        }
+    }
+
+    /// The layout of stores before cost (format 3, export record 2): per token series, the
+    /// series key's length (u32), the key, the [`Totals`], up to the end.
+    pub fn decode_before_cost(mut bytes: &[u8]) -> Option<PendingExport> {
         let mut take = |n: usize| -> Option<&[u8]> {
             let (head, tail) = bytes.split_at_checked(n)?;
             bytes = tail;
             Some(head)
         };
-        let mut delivered_after = BTreeMap::new();
+        let mut tokens = BTreeMap::new();
         while let Some(len) = take(4) {
             let key_len = u32::from_le_bytes(len.try_into().ok()?) as usize;
             let attrs = AttrSet::decode(take(key_len)?)?;
             let totals = Totals::decode(take(Totals::ENCODED_LEN)?)?;
-            delivered_after.insert(attrs, totals);
+            tokens.insert(attrs, totals);
         }
         // Whatever is left is shorter than a length: a cut record.
-        take(1).is_none().then_some(PendingExport { delivered_after })
+        take(1).is_none().then_some(PendingExport {
+            delivered_after: Sums {
+                tokens,
+                ..Sums::default()
+            },
+        })
     }
 }
 
@@ -105,20 +112,15 @@ impl Store {
     /// The collector confirmed a cumulative export of `lifetime`: that much is delivered, should
     /// the store ever export delta. Needs no flush of its own: lost, it is written again by the
     /// next export.
-    pub fn confirm_delivered(&mut self, lifetime: &BTreeMap<AttrSet, Totals>) -> Result<(), StoreError> {
-        let mut write = sled::Batch::default();
-        let mut changed = Vec::new();
-        for (attrs, totals) in lifetime {
-            if self.delivered.get(attrs) != Some(totals) {
-                write.insert(series_key(PREFIX_DELIVERED, attrs), &totals.encode()[..]);
-                changed.push((attrs.clone(), *totals));
-            }
-        }
+    pub fn confirm_delivered(&mut self, lifetime: &Sums) -> Result<(), StoreError> {
+        let changed = lifetime.differing_from(&self.delivered);
         if changed.is_empty() {
             return Ok(());
         }
+        let mut write = sled::Batch::default();
+        write_sums(&mut write, &changed, true);
         self.apply_without_flush(write)?;
-        self.delivered.extend(changed);
+        self.delivered.overwrite_with(changed);
         Ok(())
     }
 
@@ -132,15 +134,11 @@ impl Store {
 
     /// Settles the pending export of which only the series in `taken` (with their values) were
     /// delivered: the collector refused the rest, which the next export carries again.
-    pub fn finish_export_of(&mut self, taken: &BTreeMap<AttrSet, Totals>) -> Result<(), StoreError> {
+    pub fn finish_export_of(&mut self, taken: &Sums) -> Result<(), StoreError> {
         let Some(pending) = self.pending.take() else {
             return Ok(());
         };
-        let delivered_after: BTreeMap<AttrSet, Totals> = pending
-            .delivered_after
-            .into_iter()
-            .filter(|(attrs, totals)| taken.get(attrs) == Some(totals))
-            .collect();
+        let delivered_after = pending.delivered_after.agreeing_with(taken);
         if delivered_after.is_empty() {
             return self.abandon_export();
         }
@@ -149,9 +147,7 @@ impl Store {
 
     fn settle_export(&mut self, pending: PendingExport) -> Result<(), StoreError> {
         let mut write = sled::Batch::default();
-        for (attrs, totals) in &pending.delivered_after {
-            write.insert(series_key(PREFIX_DELIVERED, attrs), &totals.encode()[..]);
-        }
+        write_sums(&mut write, &pending.delivered_after, true);
         write.remove(KEY_PENDING);
         // A count taken from the export record moves into sled here.
         write.insert(KEY_EXPORTS, &self.exports.to_le_bytes());
@@ -159,7 +155,7 @@ impl Store {
             self.pending = Some(pending);
             return Err(e);
         }
-        self.delivered.extend(pending.delivered_after);
+        self.delivered.overwrite_with(pending.delivered_after);
         Ok(())
     }
 

@@ -10,16 +10,17 @@
 use std::path::Path;
 use std::time::SystemTime;
 
+use super::cost_pass::BEFORE_COST;
 use super::counts::IngestCounts;
 use super::engine::{
-    self, KEY_COUNTS, KEY_CREATED, KEY_EXPORTS, KEY_PENDING, KEY_VERSION, PREFIX_CHECKPOINT,
-    PREFIX_DELIVERED, PREFIX_TOTALS, os_string_from_bytes, sled_error,
+    self, KEY_COUNTS, KEY_CREATED, KEY_EXPORTS, KEY_PENDING, KEY_VERSION, PREFIX_CHECKPOINT, family_prefix,
+    os_string_from_bytes, sled_error,
 };
 use super::export_record::{self, ExportRecord};
 use super::{FORMAT_VERSION, PendingExport, Store, StoreError};
 use crate::files::Durability;
 use crate::ledger::checkpoint::Checkpoint;
-use crate::series::{AttrSet, Totals};
+use crate::series::Family;
 
 impl Store {
     /// Loads the store's state; a new store is initialised. `existed` says whether the store's
@@ -29,7 +30,11 @@ impl Store {
         match self.get(KEY_VERSION)? {
             None if self.db.is_empty() => return self.initialise(marker, recorded),
             None => return Err(self.corrupt("format version")),
-            Some(v) => self.check_version(&v)?,
+            Some(v) => {
+                if self.check_version(&v)? == BEFORE_COST {
+                    self.upgrade_before_cost()?;
+                }
+            }
         }
         let created_ns = self
             .read_u64(KEY_CREATED, "creation time")?
@@ -56,6 +61,7 @@ impl Store {
         let record = export_record::read(&self.record, &self.path)?;
         self.catch_up_with(record, created_ns)?;
         self.load_series()?;
+        self.load_cost_pass()?;
         self.load_checkpoints()
     }
 
@@ -85,7 +91,8 @@ impl Store {
         write_marker(marker, created_ns)
     }
 
-    fn check_version(&self, value: &[u8]) -> Result<(), StoreError> {
+    /// The store's format: this one, or [`BEFORE_COST`], which is upgraded.
+    fn check_version(&self, value: &[u8]) -> Result<u32, StoreError> {
         let found = u32::from_le_bytes(value.try_into().map_err(|_| self.corrupt("format version"))?);
         if found > FORMAT_VERSION {
             return Err(StoreError::NewerFormat {
@@ -93,13 +100,13 @@ impl Store {
                 found,
             });
         }
-        if found < FORMAT_VERSION {
+        if found < BEFORE_COST {
             return Err(StoreError::Corrupt {
                 path: self.path.clone(),
                 detail: format!("format {found}, from a development build; this one reads {FORMAT_VERSION}"),
             });
         }
-        Ok(())
+        Ok(found)
     }
 
     /// The export record beside the store knows of a delta export sled lost (a power cut; or an
@@ -127,18 +134,19 @@ impl Store {
     }
 
     fn load_series(&mut self) -> Result<(), StoreError> {
-        for (prefix, into_delivered) in [(PREFIX_TOTALS, false), (PREFIX_DELIVERED, true)] {
-            for entry in self.db.scan_prefix(prefix) {
-                let (key, value) = entry.map_err(|e| sled_error(&self.path, e))?;
-                let attrs =
-                    AttrSet::decode(&key[prefix.len()..]).ok_or_else(|| self.corrupt("series key"))?;
-                let totals = Totals::decode(&value).ok_or_else(|| self.corrupt("totals"))?;
-                let map = if into_delivered {
-                    &mut self.delivered
-                } else {
-                    &mut self.lifetime
-                };
-                map.insert(attrs, totals);
+        for family in Family::ALL {
+            for delivered in [false, true] {
+                let prefix = family_prefix(family, delivered);
+                for entry in self.db.scan_prefix(prefix) {
+                    let (key, value) = entry.map_err(|e| sled_error(&self.path, e))?;
+                    let sums = if delivered {
+                        &mut self.delivered
+                    } else {
+                        &mut self.lifetime
+                    };
+                    sums.insert_encoded(family, &key[prefix.len()..], &value)
+                        .ok_or_else(|| self.corrupt("series sums"))?;
+                }
             }
         }
         Ok(())
@@ -163,7 +171,7 @@ impl Store {
         }
     }
 
-    fn corrupt(&self, what: &str) -> StoreError {
+    pub(super) fn corrupt(&self, what: &str) -> StoreError {
         StoreError::Corrupt {
             path: self.path.clone(),
             detail: format!("unreadable {what}"),

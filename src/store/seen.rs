@@ -28,6 +28,9 @@ impl LineHash {
     }
 }
 
+/// Where the cost pass keeps the lines whose cost it added.
+pub const COST_PASS_PREFIX: &[u8] = b"p/";
+
 /// How many partitions a day is split into, by the top bits of the hash.
 pub const BUCKETS: u8 = 4;
 
@@ -49,7 +52,16 @@ impl PartitionKey {
 
     /// `s/<day>/<bucket>`, or `s/-/<bucket>` without a day; the bucket as one hex digit.
     pub fn store_key(&self) -> Vec<u8> {
-        let mut out = b"s/".to_vec();
+        self.key_under(b"s/")
+    }
+
+    /// The same partition of the cost pass's set (`store/cost_pass.rs`): `p/<day>/<bucket>`.
+    pub fn cost_pass_key(&self) -> Vec<u8> {
+        self.key_under(COST_PASS_PREFIX)
+    }
+
+    fn key_under(&self, prefix: &[u8]) -> Vec<u8> {
+        let mut out = prefix.to_vec();
         match &self.day {
             Some(day) => out.extend_from_slice(day.as_bytes()),
             None => out.push(b'-'),
@@ -116,6 +128,10 @@ impl Partition {
     /// Adds `hash`; `false` when it was already there (a duplicate line).
     pub fn insert(&mut self, hash: LineHash) -> bool {
         self.stored.binary_search(&hash.0).is_err() && self.added.insert(hash.0)
+    }
+
+    pub fn contains(&self, hash: LineHash) -> bool {
+        self.stored.binary_search(&hash.0).is_ok() || self.added.contains(&hash.0)
     }
 
     pub fn is_dirty(&self) -> bool {

@@ -21,11 +21,12 @@ use std::path::{Path, PathBuf};
 use xxhash_rust::xxh3::xxh3_64;
 
 use super::StoreError;
-use crate::series::{AttrSet, Totals};
+use crate::series::Sums;
 
 const FILE: &str = "stream";
 const MAGIC: &[u8; 8] = b"rxstream";
-const VERSION: u8 = 1;
+/// 2 marks the cost families too; 1 (before cost) is read as tokens only.
+const VERSION: u8 = 2;
 
 /// The state of the store's cumulative stream, as last exported.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -35,7 +36,7 @@ pub struct StreamRecord {
     /// The newest point time sent (Unix ns); 0 before the first export.
     pub last_time_ns: u64,
     /// The highest value sent, per ledger series and quantity.
-    pub series: BTreeMap<AttrSet, Totals>,
+    pub marks: Sums,
     /// The highest value sent of each of the exporter's own counters, by point name.
     pub own: BTreeMap<String, u64>,
 }
@@ -60,18 +61,12 @@ impl StreamRecord {
     }
 
     pub(super) fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(64 + self.series.len() * 120 + self.own.len() * 48);
+        let mut out = Vec::with_capacity(64 + self.marks.len() * 120 + self.own.len() * 48);
         out.extend_from_slice(MAGIC);
         out.push(VERSION);
         out.extend_from_slice(&self.start_ns.to_le_bytes());
         out.extend_from_slice(&self.last_time_ns.to_le_bytes());
-        out.extend_from_slice(&(self.series.len() as u32).to_le_bytes());
-        for (attrs, marks) in &self.series {
-            let key = attrs.encode();
-            out.extend_from_slice(&(key.len() as u32).to_le_bytes());
-            out.extend_from_slice(&key);
-            out.extend_from_slice(&marks.encode());
-        }
+        out.extend_from_slice(&self.marks.encode());
         out.extend_from_slice(&(self.own.len() as u32).to_le_bytes());
         for (name, mark) in &self.own {
             out.extend_from_slice(&(name.len() as u32).to_le_bytes());
@@ -89,17 +84,18 @@ impl StreamRecord {
             return None;
         }
         let mut r = Reader(body);
-        if r.take(MAGIC.len())? != MAGIC || r.take(1)? != [VERSION] {
+        if r.take(MAGIC.len())? != MAGIC {
             return None;
         }
+        let version = r.take(1)?[0];
         let start_ns = r.u64()?;
         let last_time_ns = r.u64()?;
-        let mut series = BTreeMap::new();
-        for _ in 0..r.u32()? {
-            let key_len = r.u32()? as usize;
-            let attrs = AttrSet::decode(r.take(key_len)?)?;
-            series.insert(attrs, Totals::decode(r.take(Totals::ENCODED_LEN)?)?);
-        }
+        let (marks, rest) = match version {
+            VERSION => Sums::decode(r.0)?,
+            1 => Sums::decode_tokens(r.0)?,
+            _ => return None,
+        };
+        r.0 = rest;
         let mut own = BTreeMap::new();
         for _ in 0..r.u32()? {
             let name_len = r.u32()? as usize;
@@ -109,7 +105,7 @@ impl StreamRecord {
         r.0.is_empty().then_some(StreamRecord {
             start_ns,
             last_time_ns,
-            series,
+            marks,
             own,
         })
     }
@@ -165,7 +161,7 @@ pub fn write(path: &Path, record: &StreamRecord) -> Result<(), StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::series::Quantity;
+    use crate::series::{AttrSet, Quantity, Totals};
 
     fn record() -> StreamRecord {
         let mut marks = Totals::default();
@@ -173,7 +169,7 @@ mod tests {
         marks.set(Quantity::Requests, 9);
         let mut record = StreamRecord::starting(1_764_500_000_123_456_789);
         record.last_time_ns = 1_764_500_060_000_000_000;
-        record.series.insert(AttrSet::folded(), marks);
+        record.marks.tokens.insert(AttrSet::folded(), marks);
         record.own.insert("reasonix_exporter.lines.read".into(), 77);
         record
     }

@@ -24,6 +24,10 @@ pub type Series = (String, String, String);
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Expected {
     pub series: BTreeMap<Series, [u64; 8]>,
+    /// Spend in 10^-9 units by `(series, currency, billing_mode)`.
+    pub cost: BTreeMap<(Series, String, String), u128>,
+    /// Unpriced requests by `(series, reason)`.
+    pub unpriced: BTreeMap<(Series, String), u64>,
     pub read: u64,
     pub counted: u64,
     pub duplicate: u64,
@@ -60,11 +64,24 @@ impl Model {
             e.duplicate += 1;
             return;
         }
-        let Some((series, add)) = counts_of(line) else {
+        let Some((series, add, quote)) = counts_of(line) else {
             e.rejected += 1;
             return;
         };
         e.counted += 1;
+        match quote {
+            Quote::None => {}
+            Quote::Priced(units, currency, mode) => {
+                if units > 0 {
+                    *e.cost.entry((series.clone(), currency, mode)).or_default() += units;
+                }
+            }
+            Quote::Unpriced(reason) => {
+                if add[6] > 0 {
+                    *e.unpriced.entry((series.clone(), reason)).or_default() += add[6];
+                }
+            }
+        }
         if add.iter().any(|v| *v > 0) {
             let slot = e.series.entry(series).or_insert([0; 8]);
             for (a, b) in slot.iter_mut().zip(add) {
@@ -74,8 +91,70 @@ impl Model {
     }
 }
 
+/// What a usage row's price quote adds.
+enum Quote {
+    /// Not a usage row.
+    None,
+    Priced(u128, String, String),
+    Unpriced(String),
+}
+
+/// `^(0|[1-9][0-9]{0,17})(\.[0-9]{1,9})?$` in 10^-9 units.
+fn amount(text: &str) -> Option<u128> {
+    let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    let whole_ok =
+        !whole.is_empty() && whole.len() <= 18 && digits(whole) && (whole == "0" || !whole.starts_with('0'));
+    let fraction_ok =
+        digits(fraction) && fraction.len() <= 9 && (!fraction.is_empty() || !text.contains('.'));
+    if !whole_ok || !fraction_ok {
+        return None;
+    }
+    let padded = format!("{fraction:0<9}");
+    Some(whole.parse::<u128>().ok()? * 1_000_000_000 + padded.parse::<u128>().ok()?)
+}
+
+fn quote_of(map: &serde_json::Map<String, Value>) -> Quote {
+    let get = |k: &str| map.get(k).filter(|v| !v.is_null());
+    let strings = [
+        "cost_amount",
+        "cost_currency",
+        "billing_mode",
+        "incomplete_reason",
+    ];
+    if strings.iter().any(|k| get(k).is_some_and(|v| !v.is_string()))
+        || get("cost_complete").is_some_and(|v| !v.is_boolean())
+    {
+        return Quote::Unpriced("bad_cost".into());
+    }
+    let text = |k: &str| {
+        get(k)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+    };
+    match get("cost_complete").and_then(Value::as_bool) {
+        None => Quote::Unpriced("no_quote".into()),
+        Some(false) => Quote::Unpriced(text("incomplete_reason").unwrap_or_else(|| "unknown".into())),
+        Some(true) => {
+            let units = get("cost_amount").and_then(Value::as_str).and_then(amount);
+            let currency = get("cost_currency")
+                .and_then(Value::as_str)
+                .filter(|c| c.len() == 3 && c.bytes().all(|b| b.is_ascii_uppercase()));
+            match (units, currency) {
+                (Some(units), Some(currency)) => Quote::Priced(
+                    units,
+                    currency.into(),
+                    text("billing_mode").unwrap_or_else(|| "unknown".into()),
+                ),
+                _ => Quote::Unpriced("bad_cost".into()),
+            }
+        }
+    }
+}
+
 /// What a line adds, or `None` if it is rejected.
-fn counts_of(line: &[u8]) -> Option<(Series, [u64; 8])> {
+fn counts_of(line: &[u8]) -> Option<(Series, [u64; 8], Quote)> {
     let text = String::from_utf8_lossy(line);
     let Value::Object(map) = serde_json::from_str::<Value>(&text).ok()? else {
         return None;
@@ -129,15 +208,15 @@ fn counts_of(line: &[u8]) -> Option<(Series, [u64; 8])> {
     if turn {
         let mut add = [0; 8];
         add[7] = 1;
-        return Some((series, add));
+        return Some((series, add, Quote::None));
     }
     if get("compaction").is_some() {
-        return Some((series, [0; 8]));
+        return Some((series, [0; 8], Quote::None));
     }
     if counts[6] == 0 && counts[5] > 0 {
         counts[6] = 1;
     }
-    Some((series, counts))
+    Some((series, counts, quote_of(&map)))
 }
 
 impl Expected {
@@ -157,14 +236,45 @@ impl Expected {
                 Value::Object(obj)
             })
             .collect();
+        let cost: Vec<Value> = self
+            .cost
+            .iter()
+            .map(|(((m, p, s), currency, mode), units)| {
+                serde_json::json!({"model_ref": m, "provider": p, "source": s, "currency": currency,
+                    "billing_mode": mode, "amount": decimal(*units)})
+            })
+            .collect();
+        let unpriced: Vec<Value> = self
+            .unpriced
+            .iter()
+            .map(|(((m, p, s), reason), requests)| {
+                serde_json::json!({"model_ref": m, "provider": p, "source": s, "reason": reason, "requests": requests})
+            })
+            .collect();
         serde_json::json!({
             "series": series,
             "lines": {"read": self.read, "counted": self.counted, "duplicate": self.duplicate, "rejected": self.rejected},
+            "cost": cost,
+            "unpriced": unpriced,
         })
+    }
+
+    /// Spend as exact decimals by `(series, currency, billing_mode)`.
+    pub fn cost_decimals(&self) -> BTreeMap<(Series, String, String), String> {
+        self.cost.iter().map(|(k, v)| (k.clone(), decimal(*v))).collect()
     }
 
     /// Totals per series only, as an OTLP receiver can see them.
     pub fn totals(&self) -> BTreeMap<Series, [u64; 8]> {
         self.series.clone()
     }
+}
+
+/// 10^-9 units as the exact decimal, without trailing zeros.
+pub fn decimal(units: u128) -> String {
+    let (whole, fraction) = (units / 1_000_000_000, units % 1_000_000_000);
+    if fraction == 0 {
+        return whole.to_string();
+    }
+    format!("{whole}.{}", format!("{fraction:09}").trim_end_matches('0'))
 }

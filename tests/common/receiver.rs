@@ -264,6 +264,77 @@ impl Receiver {
     }
 }
 
+/// Spend by `(series, currency, billing_mode)`.
+pub type CostView = BTreeMap<(Series, String, String), f64>;
+/// Unpriced requests by `(series, reason)`.
+pub type UnpricedView = BTreeMap<(Series, String), u64>;
+
+impl Receiver {
+    /// The backend's view of the cumulative cost metrics: per series the newest value of
+    /// `reasonix.cost` by `(series, currency, billing_mode)` and of `reasonix.requests.unpriced` by
+    /// `(series, reason)`.
+    pub fn backend_cost(&self) -> (CostView, UnpricedView) {
+        use opentelemetry_proto::tonic::metrics::v1::number_data_point::Value;
+        let mut cost: BTreeMap<(Series, String, String), (u64, f64)> = BTreeMap::new();
+        let mut unpriced: BTreeMap<(Series, String), (u64, u64)> = BTreeMap::new();
+        for req in self.requests() {
+            for metric in req
+                .resource_metrics
+                .iter()
+                .flat_map(|rm| &rm.scope_metrics)
+                .flat_map(|sm| &sm.metrics)
+            {
+                let Some(Data::Sum(sum)) = &metric.data else {
+                    continue;
+                };
+                if !matches!(
+                    metric.name.as_str(),
+                    "reasonix.cost" | "reasonix.requests.unpriced"
+                ) {
+                    continue;
+                }
+                for p in &sum.data_points {
+                    let mut attrs: BTreeMap<String, String> = BTreeMap::new();
+                    for kv in &p.attributes {
+                        if let Some(AnyValue::StringValue(v)) =
+                            kv.value.as_ref().and_then(|v| v.value.clone())
+                        {
+                            attrs.insert(kv.key.clone(), v);
+                        }
+                    }
+                    let series = (
+                        attrs["model_ref"].clone(),
+                        attrs["provider"].clone(),
+                        attrs["source"].clone(),
+                    );
+                    match (metric.name.as_str(), p.value) {
+                        ("reasonix.cost", Some(Value::AsDouble(v))) => {
+                            assert_eq!(metric.unit, "{currency}");
+                            let key = (series, attrs["currency"].clone(), attrs["billing_mode"].clone());
+                            let slot = cost.entry(key).or_insert((0, 0.0));
+                            if p.time_unix_nano >= slot.0 {
+                                *slot = (p.time_unix_nano, v);
+                            }
+                        }
+                        ("reasonix.requests.unpriced", Some(Value::AsInt(v))) => {
+                            let key = (series, attrs["reason"].clone());
+                            let slot = unpriced.entry(key).or_insert((0, 0));
+                            if p.time_unix_nano >= slot.0 {
+                                *slot = (p.time_unix_nano, v as u64);
+                            }
+                        }
+                        (_, other) => panic!("{}: a point of the wrong type: {other:?}", metric.name),
+                    }
+                }
+            }
+        }
+        (
+            cost.into_iter().map(|(k, (_, v))| (k, v)).collect(),
+            unpriced.into_iter().map(|(k, (_, v))| (k, v)).collect(),
+        )
+    }
+}
+
 /// One ledger point as sent: `(series, quantity index, start, time, value)`.
 type LedgerPoint = (Series, usize, u64, u64, u64);
 

@@ -2,7 +2,10 @@
 //!
 //! For every file whose size or identity changed, the bytes after its checkpoint are read up to
 //! the last `\n`; each line is hashed, decoded and, if its hash is new, counted. A commit holds
-//! the new hashes, the total deltas and the checkpoints together.
+//! the new hashes, the total deltas and the checkpoints together. A store upgraded from before
+//! cost first reads its cost pass (`cost_pass.rs`).
+
+mod cost_pass;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,7 +14,7 @@ use std::time::Instant;
 use crate::ledger::decode::{Decoded, decode};
 use crate::ledger::discover::{LedgerFile, ledger_files};
 use crate::ledger::tail;
-use crate::series::Totals;
+use crate::series::Part;
 use crate::store::counts::IngestCounts;
 use crate::store::seen::LineHash;
 use crate::store::{Batch, Store, StoreError};
@@ -105,6 +108,9 @@ pub fn poll_listed(
         ..PollReport::default()
     };
     let before = *store.counts();
+    if !store.cost_pass().is_empty() {
+        cost_pass::run(store, &files, stop)?;
+    }
     let mut batch = Batch::default();
     let mut buf = Vec::new();
     for file in &files {
@@ -252,9 +258,7 @@ fn count_line(
     match decoded {
         Decoded::Row(row) => {
             batch.counts.counted += 1;
-            if let Some(delta) = Totals::of_row(&row.kind) {
-                batch.add(store.lifetime(), &row, &delta);
-            }
+            batch.add(&store.lifetime().tokens, &row, Part::Whole);
         }
         Decoded::Rejected(why) => batch.counts.reject(why),
         Decoded::Blank => {}

@@ -1,0 +1,144 @@
+//! The reading half of the cost pass (`store::cost_pass`): each region a store made before cost
+//! had read, read again for the quotes of the lines it counted then.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::ledger::decode::{Decoded, decode};
+use crate::ledger::discover::LedgerFile;
+use crate::ledger::tail::{self, CHUNK, MAX_LINE};
+use crate::series::Part;
+use crate::store::cost_pass::PassFile;
+use crate::store::seen::LineHash;
+use crate::store::{Batch, Store, StoreError};
+
+/// Reads what is left of the pass, committing as it goes; ends the pass once every region is
+/// read. A file that cannot be read now keeps its region for the next poll; one that is gone has
+/// nothing left to give. Stops early, with what was read committed, once `stop` is set.
+pub fn run(store: &mut Store, files: &[LedgerFile], stop: &AtomicBool) -> Result<(), StoreError> {
+    let regions = store.cost_pass().clone();
+    let mut batch = Batch::default();
+    let mut all_read = true;
+    for (name, region) in regions {
+        let Some(file) = files.iter().find(|f| f.name == name) else {
+            batch.set_pass_progress(name, None);
+            continue;
+        };
+        match read_region(store, &mut batch, file, region, stop)? {
+            Region::Done => {
+                batch.set_pass_progress(name, None);
+                if stop.load(Ordering::Relaxed) {
+                    return store.commit(batch);
+                }
+            }
+            Region::Unreadable(e) => {
+                tracing::warn!(
+                    "cost pass: ledger file {} cannot be read ({e}); retrying at the next poll",
+                    name.to_string_lossy()
+                );
+                all_read = false;
+            }
+            Region::Stopped => {
+                store.commit(batch)?;
+                return Ok(());
+            }
+        }
+    }
+    if all_read {
+        batch.finish_pass();
+        tracing::info!("cost pass over: the store has the cost of every line it counted");
+    }
+    store.commit(batch)
+}
+
+enum Region {
+    Done,
+    Unreadable(std::io::Error),
+    Stopped,
+}
+
+/// Reads `file` over `region`, adding the quote of each line counted before cost.
+fn read_region(
+    store: &mut Store,
+    batch: &mut Batch,
+    file: &LedgerFile,
+    mut region: PassFile,
+    stop: &AtomicBool,
+) -> Result<Region, StoreError> {
+    let mut reader = match tail::open_read_only(&file.path) {
+        Ok(mut f) => match f.seek(SeekFrom::Start(region.done)) {
+            Ok(_) => f,
+            Err(e) => return Ok(Region::Unreadable(e)),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Region::Done),
+        Err(e) => return Ok(Region::Unreadable(e)),
+    };
+    let mut buf = vec![0; CHUNK];
+    let mut pending = Vec::new();
+    // Past a line too long to hold (it was rejected when it was counted): its bytes are dropped
+    // up to its `\n`.
+    let mut skipping = false;
+    let mut read_to = region.done;
+    while read_to < region.end {
+        let want = ((region.end - read_to) as usize).min(CHUNK);
+        let n = match reader.read(&mut buf[..want]) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) => return Ok(Region::Unreadable(e)),
+        };
+        read_to += n as u64;
+        batch.counts.bytes += n as u64;
+        let mut fresh = &buf[..n];
+        if skipping {
+            match memchr::memchr(b'\n', fresh) {
+                Some(at) => {
+                    fresh = &fresh[at + 1..];
+                    skipping = false;
+                }
+                None => continue,
+            }
+        }
+        let mut failure = None;
+        tail::split_lines(&mut pending, fresh, |lines| {
+            failure = lines
+                .iter()
+                .try_for_each(|line| add_quote(store, batch, line))
+                .err();
+        });
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        if pending.len() > MAX_LINE {
+            pending.clear();
+            skipping = true;
+        }
+        if !skipping {
+            region.done = read_to - pending.len() as u64;
+            batch.set_pass_progress(file.name.clone(), Some(region));
+        }
+        if read_to < region.end && stop.load(Ordering::Relaxed) {
+            return Ok(Region::Stopped);
+        }
+        if batch.counts.bytes >= super::COMMIT_BYTES || batch.partitions() >= super::COMMIT_PARTITIONS {
+            store.commit(std::mem::take(batch))?;
+        }
+    }
+    Ok(Region::Done)
+}
+
+/// Adds the quote of `line` if the store counted the line before cost and the pass has not
+/// added it yet (a copy of it in another file, or a run before a crash).
+fn add_quote(store: &Store, batch: &mut Batch, line: &[u8]) -> Result<(), StoreError> {
+    let Decoded::Row(row) = decode(line) else {
+        return Ok(());
+    };
+    let hash = LineHash::of(line);
+    if !batch.was_seen(row.day, hash, |key| store.partition(key))? {
+        // Not counted before cost (a file rewritten since): the usual reading counts it whole.
+        return Ok(());
+    }
+    if batch.mark_costed(row.day, hash, |key| store.cost_pass_partition(key))? {
+        batch.add(&store.lifetime().tokens, &row, Part::QuoteOnly);
+    }
+    Ok(())
+}

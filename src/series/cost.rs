@@ -1,0 +1,209 @@
+//! The two cost families (docs/counting-rules.md, "Cost"): spend per currency and billing mode
+//! ([`CostSeries`]), and requests that carry no usable price ([`UnpricedSeries`]), each under the
+//! row's three attributes plus its own. Their new attributes follow the label rules of every
+//! attribute, and past [`MAX_VALUES`] distinct values of one of them, further values are `other`.
+
+use std::collections::BTreeSet;
+
+use super::{AttrSet, label};
+
+/// Distinct values one of `currency`, `billing_mode` and `reason` may take before further values
+/// become [`OTHER`].
+pub const MAX_VALUES: usize = 32;
+pub const OTHER: &str = "other";
+
+/// A row of no quote (no `cost_complete`).
+pub const NO_QUOTE: &str = "no_quote";
+/// A quote that is not valid (docs/counting-rules.md, "Cost").
+pub const BAD_COST: &str = "bad_cost";
+
+/// The names of one of the two cost metrics in every output.
+#[derive(Debug, Clone, Copy)]
+pub struct MetricNames {
+    pub otlp_name: &'static str,
+    pub prom_name: &'static str,
+    pub unit: &'static str,
+    pub description: &'static str,
+}
+
+pub const COST: MetricNames = MetricNames {
+    otlp_name: "reasonix.cost",
+    prom_name: "reasonix_cost_total",
+    unit: "{currency}",
+    description: "Reasonix's own price quote: an estimate at list price, not a bill, in the currency of the currency attribute, never converted.",
+};
+
+pub const UNPRICED: MetricNames = MetricNames {
+    otlp_name: "reasonix.requests.unpriced",
+    prom_name: "reasonix_requests_unpriced_total",
+    unit: "{request}",
+    description: "Provider requests whose usage row carries no usable price quote, by reason.",
+};
+
+/// Spend of one series in one currency and billing mode: `reasonix.cost`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CostSeries {
+    pub attrs: AttrSet,
+    pub currency: String,
+    pub billing_mode: String,
+}
+
+/// Unpriced requests of one series for one reason: `reasonix.requests.unpriced`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct UnpricedSeries {
+    pub attrs: AttrSet,
+    pub reason: String,
+}
+
+/// A series key of one of the three families: stored, sent and printed the same way.
+pub trait SeriesKey: Ord + Clone {
+    /// The row attributes it extends.
+    fn attrs(&self) -> &AttrSet;
+    /// `(name, value)` pairs: the three of [`AttrSet::pairs`], then its own.
+    fn pairs(&self) -> Vec<(&'static str, &str)>;
+    /// The values joined by NUL, which a label can never contain.
+    fn encode(&self) -> Vec<u8>;
+    fn decode(bytes: &[u8]) -> Option<Self>;
+}
+
+impl SeriesKey for AttrSet {
+    fn attrs(&self) -> &AttrSet {
+        self
+    }
+    fn pairs(&self) -> Vec<(&'static str, &str)> {
+        AttrSet::pairs(self).to_vec()
+    }
+    fn encode(&self) -> Vec<u8> {
+        AttrSet::encode(self)
+    }
+    fn decode(bytes: &[u8]) -> Option<Self> {
+        AttrSet::decode(bytes)
+    }
+}
+
+impl SeriesKey for CostSeries {
+    fn attrs(&self) -> &AttrSet {
+        &self.attrs
+    }
+    fn pairs(&self) -> Vec<(&'static str, &str)> {
+        let mut pairs = self.attrs.pairs().to_vec();
+        pairs.push(("currency", &self.currency));
+        pairs.push(("billing_mode", &self.billing_mode));
+        pairs
+    }
+    fn encode(&self) -> Vec<u8> {
+        joined(&self.attrs, &[&self.currency, &self.billing_mode])
+    }
+    fn decode(bytes: &[u8]) -> Option<Self> {
+        let (attrs, [currency, billing_mode]) = split(bytes)?;
+        Some(CostSeries {
+            attrs,
+            currency,
+            billing_mode,
+        })
+    }
+}
+
+impl SeriesKey for UnpricedSeries {
+    fn attrs(&self) -> &AttrSet {
+        &self.attrs
+    }
+    fn pairs(&self) -> Vec<(&'static str, &str)> {
+        let mut pairs = self.attrs.pairs().to_vec();
+        pairs.push(("reason", &self.reason));
+        pairs
+    }
+    fn encode(&self) -> Vec<u8> {
+        joined(&self.attrs, &[&self.reason])
+    }
+    fn decode(bytes: &[u8]) -> Option<Self> {
+        let (attrs, [reason]) = split(bytes)?;
+        Some(UnpricedSeries { attrs, reason })
+    }
+}
+
+fn joined(attrs: &AttrSet, own: &[&str]) -> Vec<u8> {
+    let mut out = attrs.encode();
+    for value in own {
+        out.push(0);
+        out.extend_from_slice(value.as_bytes());
+    }
+    out
+}
+
+/// The row attributes (the first three values) and `N` values of its own.
+fn split<const N: usize>(bytes: &[u8]) -> Option<(AttrSet, [String; N])> {
+    let parts: Vec<&[u8]> = bytes.split(|b| *b == 0).collect();
+    if parts.len() != 3 + N {
+        return None;
+    }
+    let attrs = AttrSet::decode(&parts[..3].join(&0u8))?;
+    let mut own: [String; N] = std::array::from_fn(|_| String::new());
+    for (slot, part) in own.iter_mut().zip(&parts[3..]) {
+        *slot = String::from_utf8(part.to_vec()).ok()?;
+    }
+    Some((attrs, own))
+}
+
+/// A new attribute's value as exported: the label rules of every attribute, `unknown` when
+/// absent or empty.
+pub fn value_label(value: Option<&str>) -> String {
+    label(value.filter(|v| !v.is_empty()).unwrap_or("unknown"))
+}
+
+/// The values one new attribute has taken, for the cap of [`MAX_VALUES`].
+#[derive(Debug, Default)]
+pub struct ValueCap(BTreeSet<String>);
+
+impl ValueCap {
+    /// Starts from the values the store knows.
+    pub fn of<'a>(known: impl Iterator<Item = &'a str>) -> ValueCap {
+        ValueCap(known.filter(|v| *v != OTHER).map(str::to_owned).collect())
+    }
+
+    /// `value`, or [`OTHER`] when it would be one distinct value too many.
+    pub fn admit(&mut self, value: String) -> String {
+        if self.0.contains(&value) || value == OTHER {
+            return value;
+        }
+        if self.0.len() >= MAX_VALUES {
+            return OTHER.to_owned();
+        }
+        self.0.insert(value.clone());
+        value
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_read_back_and_refuse_the_wrong_number_of_values() {
+        let cost = CostSeries {
+            attrs: AttrSet::folded(),
+            currency: "CNY".into(),
+            billing_mode: "payg".into(),
+        };
+        assert_eq!(CostSeries::decode(&cost.encode()), Some(cost.clone()));
+        assert_eq!(UnpricedSeries::decode(&cost.encode()), None);
+        let unpriced = UnpricedSeries {
+            attrs: AttrSet::folded(),
+            reason: "no_price".into(),
+        };
+        assert_eq!(UnpricedSeries::decode(&unpriced.encode()), Some(unpriced));
+        assert_eq!(CostSeries::decode(&AttrSet::folded().encode()), None);
+    }
+
+    #[test]
+    fn values_past_the_cap_become_other() {
+        let mut cap = ValueCap::of(["payg", OTHER].into_iter());
+        for i in 0..MAX_VALUES - 1 {
+            assert_eq!(cap.admit(format!("m{i}")), format!("m{i}"));
+        }
+        assert_eq!(cap.admit("one too many".into()), OTHER);
+        assert_eq!(cap.admit("payg".into()), "payg", "a known value stays");
+        assert_eq!(value_label(Some("")), "unknown");
+        assert_eq!(value_label(Some("a\u{7}")), "invalid");
+    }
+}

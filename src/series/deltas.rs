@@ -1,0 +1,225 @@
+//! What a batch of rows adds, by series.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+
+use xxhash_rust::xxh3::Xxh3Builder;
+
+use super::cost::{BAD_COST, CostSeries, NO_QUOTE, UnpricedSeries, ValueCap, value_label};
+use super::{AttrSet, MAX_SERIES, Sums, Totals};
+use crate::ledger::decode::{Row, RowKind};
+use crate::ledger::quote::Amount;
+use crate::ledger::quote::Quote;
+
+/// Deltas by series for a batch of rows, with the two things that make that fast and bounded:
+/// a cache from a row's raw labels to its series (one lookup a line, not three allocations),
+/// and the cardinality fold past [`MAX_SERIES`].
+#[derive(Debug, Default)]
+pub struct SeriesDeltas {
+    /// The raw `(model, source)` of each row seen → its slot in `series`.
+    labels: HashMap<Box<str>, usize, Xxh3Builder>,
+    /// Each attribute set added to → its slot in `series`.
+    slots: HashMap<AttrSet, usize>,
+    series: Vec<Slot>,
+    /// Scratch for building a raw label key.
+    key: String,
+}
+
+#[derive(Debug)]
+struct Slot {
+    attrs: AttrSet,
+    delta: Totals,
+    /// Spend by raw `(currency, billing_mode)`, in the order first seen.
+    costs: Vec<(Box<str>, Option<Box<str>>, Amount)>,
+    /// Unpriced requests by raw reason, in the order first seen.
+    unpriced: Vec<(Reason, u64)>,
+    /// Increments here were folded by the cardinality limit.
+    folded: bool,
+}
+
+/// Why a row's requests are unpriced, before the label rules.
+#[derive(Debug, PartialEq, Eq)]
+enum Reason {
+    NoQuote,
+    BadCost,
+    Incomplete(Option<Box<str>>),
+}
+
+impl Reason {
+    fn is(&self, quote: &Quote<'_>) -> bool {
+        match (self, quote) {
+            (Reason::NoQuote, Quote::Missing) | (Reason::BadCost, Quote::Bad) => true,
+            (Reason::Incomplete(mine), Quote::Incomplete { reason }) => mine.as_deref() == reason.as_deref(),
+            _ => false,
+        }
+    }
+
+    fn of(quote: &Quote<'_>) -> Reason {
+        match quote {
+            Quote::Bad => Reason::BadCost,
+            Quote::Incomplete { reason } => Reason::Incomplete(reason.as_deref().map(Into::into)),
+            Quote::Missing | Quote::Priced { .. } => Reason::NoQuote,
+        }
+    }
+
+    fn label(&self) -> String {
+        match self {
+            Reason::NoQuote => NO_QUOTE.to_owned(),
+            Reason::BadCost => BAD_COST.to_owned(),
+            Reason::Incomplete(reason) => value_label(reason.as_deref()),
+        }
+    }
+}
+
+/// Which of a row's counts to add.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// Everything: tokens, requests, turns and the quote.
+    Whole,
+    /// Only the quote (cost or unpriced requests): for a line whose tokens were counted before
+    /// the store kept cost.
+    QuoteOnly,
+}
+
+impl SeriesDeltas {
+    /// Adds what `row` counts (its `part`) to its series; `known` holds the series that exist
+    /// already. A new attribute set past [`MAX_SERIES`] goes to [`AttrSet::folded`]; returns
+    /// whether it did.
+    pub fn add(&mut self, known: &BTreeMap<AttrSet, Totals>, row: &Row<'_>, part: Part) -> bool {
+        let tokens = match part {
+            Part::Whole => Totals::of_row(&row.kind),
+            Part::QuoteOnly => None,
+        };
+        let quoted = match (&row.kind, &row.quote) {
+            (RowKind::Usage(_), Quote::Priced { amount, .. }) if amount.is_zero() => None,
+            (RowKind::Usage(_), Quote::Priced { .. }) => Some(0),
+            (RowKind::Usage(counts), _) if counts.requests > 0 => Some(counts.requests),
+            _ => None,
+        };
+        if tokens.is_none() && quoted.is_none() {
+            return false;
+        }
+        let slot = self.slot_of(known, row);
+        let slot = &mut self.series[slot];
+        if let Some(tokens) = tokens {
+            slot.delta.add(&tokens);
+        }
+        if let Some(requests) = quoted {
+            slot.add_quote(&row.quote, requests);
+        }
+        slot.folded
+    }
+
+    fn slot_of(&mut self, known: &BTreeMap<AttrSet, Totals>, row: &Row<'_>) -> usize {
+        self.key.clear();
+        for label in [&row.model, &row.source] {
+            // Length-prefixed, so that no label text can mimic the boundary between the two:
+            // `-` for absent, `<byte length>:<text>` otherwise (an empty one is `0:`).
+            match label {
+                None => self.key.push('-'),
+                Some(text) => {
+                    let _ = write!(self.key, "{}:", text.len());
+                    self.key.push_str(text);
+                }
+            }
+        }
+        match self.labels.get(self.key.as_str()) {
+            Some(slot) => *slot,
+            None => {
+                let slot = self.slot_for(known, AttrSet::of_row(row));
+                self.labels.insert(self.key.as_str().into(), slot);
+                slot
+            }
+        }
+    }
+
+    fn slot_for<V>(&mut self, known: &BTreeMap<AttrSet, V>, attrs: AttrSet) -> usize {
+        let exists = known.contains_key(&attrs) || self.slots.contains_key(&attrs);
+        let new_series = self.slots.keys().filter(|a| !known.contains_key(*a)).count();
+        let (attrs, folded) = if exists || known.len() + new_series < MAX_SERIES {
+            (attrs, false)
+        } else {
+            (AttrSet::folded(), true)
+        };
+        // `(other, other, other)` never comes from a row (a model_ref of `other` has provider
+        // `default`), so a slot's set tells whether it is the fold.
+        if let Some(slot) = self.slots.get(&attrs) {
+            return *slot;
+        }
+        self.series.push(Slot {
+            attrs: attrs.clone(),
+            delta: Totals::default(),
+            costs: Vec::new(),
+            unpriced: Vec::new(),
+            folded,
+        });
+        self.slots.insert(attrs, self.series.len() - 1);
+        self.series.len() - 1
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.series.is_empty()
+    }
+
+    /// The deltas by series (slots of the same set added together), zeros left out. The values
+    /// of the cost families' own attributes are capped against those `known` has.
+    pub fn by_series(&self, known: &Sums) -> Sums {
+        let mut out = Sums::default();
+        let mut currencies = ValueCap::of(known.cost.keys().map(|k| k.currency.as_str()));
+        let mut modes = ValueCap::of(known.cost.keys().map(|k| k.billing_mode.as_str()));
+        let mut reasons = ValueCap::of(known.unpriced.keys().map(|k| k.reason.as_str()));
+        for slot in &self.series {
+            if !slot.delta.is_zero() {
+                out.tokens.entry(slot.attrs.clone()).or_default().add(&slot.delta);
+            }
+            for (currency, billing_mode, amount) in &slot.costs {
+                let key = CostSeries {
+                    attrs: slot.attrs.clone(),
+                    currency: currencies.admit(value_label(Some(currency))),
+                    billing_mode: modes.admit(value_label(billing_mode.as_deref())),
+                };
+                let sum = out.cost.entry(key).or_default();
+                *sum = sum.saturating_add(*amount);
+            }
+            for (reason, requests) in &slot.unpriced {
+                let key = UnpricedSeries {
+                    attrs: slot.attrs.clone(),
+                    reason: reasons.admit(reason.label()),
+                };
+                let sum = out.unpriced.entry(key).or_default();
+                *sum = sum.saturating_add(*requests);
+            }
+        }
+        out
+    }
+}
+
+impl Slot {
+    /// Adds a usage row's quote: its amount when priced, else its `requests` as unpriced.
+    fn add_quote(&mut self, quote: &Quote<'_>, requests: u64) {
+        if let Quote::Priced {
+            amount,
+            currency,
+            billing_mode,
+        } = quote
+        {
+            let found = self
+                .costs
+                .iter_mut()
+                .find(|(c, b, _)| **c == **currency && b.as_deref() == billing_mode.as_deref());
+            match found {
+                Some((_, _, sum)) => *sum = sum.saturating_add(*amount),
+                None => self.costs.push((
+                    currency.as_ref().into(),
+                    billing_mode.as_deref().map(Into::into),
+                    *amount,
+                )),
+            }
+            return;
+        }
+        match self.unpriced.iter_mut().find(|(reason, _)| reason.is(quote)) {
+            Some((_, sum)) => *sum = sum.saturating_add(requests),
+            None => self.unpriced.push((Reason::of(quote), requests)),
+        }
+    }
+}

@@ -1,0 +1,420 @@
+//! [`Sums`]: the three families of counters (tokens, cost, unpriced requests) by series, as the
+//! store keeps them (lifetime, delivered), an export carries them and the stream marks them.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::cost::{CostSeries, SeriesKey, UnpricedSeries};
+
+use super::{AttrSet, Totals};
+use crate::ledger::quote::Amount;
+
+/// A counter value: added with saturation, subtracted down to zero, compared for the mark.
+pub trait Counter: Copy + Default + PartialEq {
+    const ENCODED_LEN: usize;
+    fn plus(self, other: Self) -> Self;
+    /// `self - other`, never below zero.
+    fn less(self, other: Self) -> Self;
+    /// The larger, per quantity.
+    fn larger(self, other: Self) -> Self;
+    fn is_zero(&self) -> bool;
+    fn encode_into(&self, out: &mut Vec<u8>);
+    fn decode(bytes: &[u8]) -> Option<Self>;
+}
+
+impl Counter for Totals {
+    const ENCODED_LEN: usize = Totals::ENCODED_LEN;
+    fn plus(mut self, other: Self) -> Self {
+        self.add(&other);
+        self
+    }
+    fn less(self, other: Self) -> Self {
+        self.minus(&other)
+    }
+    fn larger(self, other: Self) -> Self {
+        self.max(&other)
+    }
+    fn is_zero(&self) -> bool {
+        Totals::is_zero(self)
+    }
+    fn encode_into(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.encode());
+    }
+    fn decode(bytes: &[u8]) -> Option<Self> {
+        Totals::decode(bytes)
+    }
+}
+
+impl Counter for Amount {
+    const ENCODED_LEN: usize = Amount::ENCODED_LEN;
+    fn plus(self, other: Self) -> Self {
+        self.saturating_add(other)
+    }
+    fn less(self, other: Self) -> Self {
+        self.saturating_sub(other)
+    }
+    fn larger(self, other: Self) -> Self {
+        self.max(other)
+    }
+    fn is_zero(&self) -> bool {
+        Amount::is_zero(*self)
+    }
+    fn encode_into(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.encode());
+    }
+    fn decode(bytes: &[u8]) -> Option<Self> {
+        Amount::decode(bytes)
+    }
+}
+
+impl Counter for u64 {
+    const ENCODED_LEN: usize = 8;
+    fn plus(self, other: Self) -> Self {
+        self.saturating_add(other)
+    }
+    fn less(self, other: Self) -> Self {
+        self.saturating_sub(other)
+    }
+    fn larger(self, other: Self) -> Self {
+        self.max(other)
+    }
+    fn is_zero(&self) -> bool {
+        *self == 0
+    }
+    fn encode_into(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_le_bytes());
+    }
+    fn decode(bytes: &[u8]) -> Option<Self> {
+        Some(u64::from_le_bytes(bytes.try_into().ok()?))
+    }
+}
+
+/// Which of the three families a stored entry belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    Tokens,
+    Cost,
+    Unpriced,
+}
+
+impl Family {
+    pub const ALL: [Family; 3] = [Family::Tokens, Family::Cost, Family::Unpriced];
+}
+
+/// Counters by series, in three families.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Sums {
+    pub tokens: BTreeMap<AttrSet, Totals>,
+    pub cost: BTreeMap<CostSeries, Amount>,
+    pub unpriced: BTreeMap<UnpricedSeries, u64>,
+}
+
+/// Applies the same generic operation to each family of one or more [`Sums`].
+macro_rules! each_family {
+    ($f:ident ( $($arg:expr),* )) => {
+        ($f($(&$arg.tokens),*), $f($(&$arg.cost),*), $f($(&$arg.unpriced),*))
+    };
+}
+
+impl Sums {
+    pub fn is_empty(&self) -> bool {
+        self.tokens.is_empty() && self.cost.is_empty() && self.unpriced.is_empty()
+    }
+
+    /// Series of all families.
+    pub fn len(&self) -> usize {
+        self.tokens.len() + self.cost.len() + self.unpriced.len()
+    }
+
+    pub fn add(&mut self, other: &Sums) {
+        add_into(&mut self.tokens, &other.tokens);
+        add_into(&mut self.cost, &other.cost);
+        add_into(&mut self.unpriced, &other.unpriced);
+    }
+
+    /// `self - other` per series, only where something remains.
+    pub fn minus(&self, other: &Sums) -> Sums {
+        let (tokens, cost, unpriced) = each_family!(minus(self, other));
+        Sums {
+            tokens,
+            cost,
+            unpriced,
+        }
+    }
+
+    /// Raises every value to `other`'s where that is higher.
+    pub fn raise_to(&mut self, other: &Sums) {
+        raise_into(&mut self.tokens, &other.tokens);
+        raise_into(&mut self.cost, &other.cost);
+        raise_into(&mut self.unpriced, &other.unpriced);
+    }
+
+    /// The entries of `self` that `other` holds with the same value.
+    pub fn agreeing_with(&self, other: &Sums) -> Sums {
+        let (tokens, cost, unpriced) = each_family!(agreeing(self, other));
+        Sums {
+            tokens,
+            cost,
+            unpriced,
+        }
+    }
+
+    /// The entries of `self` that differ from `other`'s (or that `other` lacks).
+    pub fn differing_from(&self, other: &Sums) -> Sums {
+        let (tokens, cost, unpriced) = each_family!(differing(self, other));
+        Sums {
+            tokens,
+            cost,
+            unpriced,
+        }
+    }
+
+    /// For each series of `delta`: its value in `self` plus the delta.
+    pub fn after_adding(&self, delta: &Sums) -> Sums {
+        let mut out = self.agreeing_keys(delta);
+        out.add(delta);
+        out
+    }
+
+    /// The entries of `self` whose series `other` has.
+    fn agreeing_keys(&self, other: &Sums) -> Sums {
+        Sums {
+            tokens: same_keys(&self.tokens, &other.tokens),
+            cost: same_keys(&self.cost, &other.cost),
+            unpriced: same_keys(&self.unpriced, &other.unpriced),
+        }
+    }
+
+    /// Sets every series of `other` to its value there.
+    pub fn overwrite_with(&mut self, other: Sums) {
+        self.tokens.extend(other.tokens);
+        self.cost.extend(other.cost);
+        self.unpriced.extend(other.unpriced);
+    }
+
+    /// The series whose row attributes are in `sets`.
+    pub fn only(&self, sets: &BTreeSet<&AttrSet>) -> Sums {
+        let pick = |attrs: &AttrSet| sets.contains(attrs);
+        Sums {
+            tokens: filtered(&self.tokens, pick),
+            cost: filtered(&self.cost, pick),
+            unpriced: filtered(&self.unpriced, pick),
+        }
+    }
+
+    /// The row attribute sets of every series, each once.
+    pub fn attr_sets(&self) -> BTreeSet<&AttrSet> {
+        let mut sets: BTreeSet<&AttrSet> = self.tokens.keys().collect();
+        sets.extend(self.cost.keys().map(|k| &k.attrs));
+        sets.extend(self.unpriced.keys().map(|k| &k.attrs));
+        sets
+    }
+
+    /// Requests priced (all requests less the unpriced ones), and the unpriced ones by reason.
+    pub fn requests_by_pricing(&self) -> (u64, BTreeMap<&str, u64>) {
+        let all = self.tokens.values().fold(0u64, |sum, t| {
+            sum.saturating_add(t.get(super::Quantity::Requests))
+        });
+        let mut unpriced: BTreeMap<&str, u64> = BTreeMap::new();
+        for (key, requests) in &self.unpriced {
+            let sum = unpriced.entry(key.reason.as_str()).or_default();
+            *sum = sum.saturating_add(*requests);
+        }
+        let priced = all.saturating_sub(unpriced.values().fold(0u64, |a, b| a.saturating_add(*b)));
+        (priced, unpriced)
+    }
+
+    /// Every entry as `(family, key, value)` bytes, for the store.
+    pub fn encoded_entries(&self) -> Vec<(Family, Vec<u8>, Vec<u8>)> {
+        let mut out = Vec::with_capacity(self.len());
+        entries(&mut out, Family::Tokens, &self.tokens);
+        entries(&mut out, Family::Cost, &self.cost);
+        entries(&mut out, Family::Unpriced, &self.unpriced);
+        out
+    }
+
+    /// Adds one stored entry; `None` when its key or value is unreadable.
+    pub fn insert_encoded(&mut self, family: Family, key: &[u8], value: &[u8]) -> Option<()> {
+        match family {
+            Family::Tokens => insert(&mut self.tokens, key, value),
+            Family::Cost => insert(&mut self.cost, key, value),
+            Family::Unpriced => insert(&mut self.unpriced, key, value),
+        }
+    }
+
+    /// Each family in turn: its entry count (u32), then per entry the key's length (u32), the
+    /// key and the value, all little-endian.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(16 + self.len() * 100);
+        encode_family(&mut out, &self.tokens);
+        encode_family(&mut out, &self.cost);
+        encode_family(&mut out, &self.unpriced);
+        out
+    }
+
+    /// Reads what [`Sums::encode`] wrote off the front of `bytes`, returning the rest.
+    pub fn decode(bytes: &[u8]) -> Option<(Sums, &[u8])> {
+        Sums::decode_families(bytes, &Family::ALL)
+    }
+
+    /// Reads the token section alone, as layouts from before cost wrote it.
+    pub fn decode_tokens(bytes: &[u8]) -> Option<(Sums, &[u8])> {
+        Sums::decode_families(bytes, &[Family::Tokens])
+    }
+
+    fn decode_families<'a>(mut bytes: &'a [u8], families: &[Family]) -> Option<(Sums, &'a [u8])> {
+        let mut sums = Sums::default();
+        for &family in families {
+            let value_len = match family {
+                Family::Tokens => Totals::ENCODED_LEN,
+                Family::Cost => Amount::ENCODED_LEN,
+                Family::Unpriced => <u64 as Counter>::ENCODED_LEN,
+            };
+            let count = take_u32(&mut bytes)?;
+            for _ in 0..count {
+                let key_len = take_u32(&mut bytes)? as usize;
+                let key = take(&mut bytes, key_len)?;
+                let value = take(&mut bytes, value_len)?;
+                sums.insert_encoded(family, key, value)?;
+            }
+        }
+        Some((sums, bytes))
+    }
+}
+
+fn take<'a>(bytes: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
+    let (head, tail) = bytes.split_at_checked(n)?;
+    *bytes = tail;
+    Some(head)
+}
+
+fn take_u32(bytes: &mut &[u8]) -> Option<u32> {
+    Some(u32::from_le_bytes(take(bytes, 4)?.try_into().ok()?))
+}
+
+fn add_into<K: SeriesKey, V: Counter>(into: &mut BTreeMap<K, V>, other: &BTreeMap<K, V>) {
+    for (key, value) in other {
+        let entry = into.entry(key.clone()).or_default();
+        *entry = entry.plus(*value);
+    }
+}
+
+fn raise_into<K: SeriesKey, V: Counter>(into: &mut BTreeMap<K, V>, other: &BTreeMap<K, V>) {
+    for (key, value) in other {
+        let entry = into.entry(key.clone()).or_default();
+        *entry = entry.larger(*value);
+    }
+}
+
+fn minus<K: SeriesKey, V: Counter>(a: &BTreeMap<K, V>, b: &BTreeMap<K, V>) -> BTreeMap<K, V> {
+    a.iter()
+        .map(|(key, value)| (key, value.less(b.get(key).copied().unwrap_or_default())))
+        .filter(|(_, rest)| !rest.is_zero())
+        .map(|(key, rest)| (key.clone(), rest))
+        .collect()
+}
+
+fn agreeing<K: SeriesKey, V: Counter>(a: &BTreeMap<K, V>, b: &BTreeMap<K, V>) -> BTreeMap<K, V> {
+    a.iter()
+        .filter(|(key, value)| b.get(*key) == Some(*value))
+        .map(|(key, value)| (key.clone(), *value))
+        .collect()
+}
+
+fn differing<K: SeriesKey, V: Counter>(a: &BTreeMap<K, V>, b: &BTreeMap<K, V>) -> BTreeMap<K, V> {
+    a.iter()
+        .filter(|(key, value)| b.get(*key) != Some(*value))
+        .map(|(key, value)| (key.clone(), *value))
+        .collect()
+}
+
+fn same_keys<K: SeriesKey, V: Counter>(a: &BTreeMap<K, V>, b: &BTreeMap<K, V>) -> BTreeMap<K, V> {
+    b.keys()
+        .filter_map(|key| Some((key.clone(), *a.get(key)?)))
+        .collect()
+}
+
+fn filtered<K: SeriesKey, V: Counter>(
+    map: &BTreeMap<K, V>,
+    pick: impl Fn(&AttrSet) -> bool,
+) -> BTreeMap<K, V> {
+    map.iter()
+        .filter(|(key, _)| pick(key.attrs()))
+        .map(|(key, value)| (key.clone(), *value))
+        .collect()
+}
+
+fn entries<K: SeriesKey, V: Counter>(
+    out: &mut Vec<(Family, Vec<u8>, Vec<u8>)>,
+    family: Family,
+    map: &BTreeMap<K, V>,
+) {
+    for (key, value) in map {
+        let mut bytes = Vec::with_capacity(V::ENCODED_LEN);
+        value.encode_into(&mut bytes);
+        out.push((family, key.encode(), bytes));
+    }
+}
+
+fn encode_family<K: SeriesKey, V: Counter>(out: &mut Vec<u8>, map: &BTreeMap<K, V>) {
+    out.extend_from_slice(&(map.len() as u32).to_le_bytes());
+    for (key, value) in map {
+        let key = key.encode();
+        out.extend_from_slice(&(key.len() as u32).to_le_bytes());
+        out.extend_from_slice(&key);
+        value.encode_into(out);
+    }
+}
+
+fn insert<K: SeriesKey, V: Counter>(map: &mut BTreeMap<K, V>, key: &[u8], value: &[u8]) -> Option<()> {
+    if value.len() != V::ENCODED_LEN {
+        return None;
+    }
+    map.insert(K::decode(key)?, V::decode(value)?);
+    Some(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::series::Quantity;
+
+    pub fn sample() -> Sums {
+        let mut sums = Sums::default();
+        let mut totals = Totals::default();
+        totals.set(Quantity::Requests, 3);
+        sums.tokens.insert(AttrSet::folded(), totals);
+        sums.cost.insert(
+            CostSeries {
+                attrs: AttrSet::folded(),
+                currency: "USD".into(),
+                billing_mode: "payg".into(),
+            },
+            Amount(1_500_000_000),
+        );
+        sums.unpriced.insert(
+            UnpricedSeries {
+                attrs: AttrSet::folded(),
+                reason: "no_price".into(),
+            },
+            2,
+        );
+        sums
+    }
+
+    #[test]
+    fn sums_read_back_and_subtract_per_series() {
+        let sums = sample();
+        let bytes = sums.encode();
+        assert_eq!(Sums::decode(&bytes), Some((sums.clone(), &[][..])));
+        assert_eq!(Sums::decode(&bytes[..bytes.len() - 1]), None);
+        assert!(sums.minus(&sums).is_empty());
+        let mut double = sums.clone();
+        double.add(&sums);
+        assert_eq!(double.minus(&sums), sums);
+        assert_eq!(double.agreeing_with(&sums), Sums::default());
+        assert_eq!(double.differing_from(&sums).len(), 3);
+        let mut marks = sums.clone();
+        marks.raise_to(&double);
+        assert_eq!(marks, double);
+    }
+}

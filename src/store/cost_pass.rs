@@ -1,0 +1,161 @@
+//! The cost pass: how a store made before cost (format 3) gains the cost of every line it had
+//! already counted, exactly once, without counting any token twice.
+//!
+//! The upgrade itself is one atomic write: the new format version, the pending export in the new
+//! layout, and for every file with a checkpoint the region the old store had read, `[0, offset)`
+//! (`q/<file name>`). The pass then reads those regions again (`ingest::cost_pass`): a line the
+//! seen set has, and the pass's own set (`p/<day>/<bucket>`) does not, adds its quote (cost, or
+//! unpriced requests) and nothing else, and goes into the pass's set. Each batch commits the
+//! quotes, the pass's set and each region's progress together, so a `kill -9` at any point
+//! resumes where the last commit left it, and a line in two files (a copy) adds its cost once.
+//! Lines after a region are new lines, counted whole by the usual reading. When every region is
+//! read, the pass's keys are deleted in the commit that ends it.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+
+use super::engine::{
+    KEY_PENDING, KEY_VERSION, PREFIX_CHECKPOINT, PREFIX_CHECKPOINT_PASS, os_string_from_bytes, sled_error,
+};
+use super::seen::{COST_PASS_PREFIX, Partition, PartitionKey};
+use super::{FORMAT_VERSION, PendingExport, Store, StoreError};
+use crate::ledger::checkpoint::Checkpoint;
+
+/// The format of stores before cost, which this build upgrades.
+pub const BEFORE_COST: u32 = 3;
+
+/// One file's part of the pass: the bytes `[done, end)` are still to be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PassFile {
+    pub done: u64,
+    pub end: u64,
+}
+
+impl PassFile {
+    pub const ENCODED_LEN: usize = 16;
+
+    pub fn encode(&self) -> [u8; Self::ENCODED_LEN] {
+        let mut out = [0; Self::ENCODED_LEN];
+        out[..8].copy_from_slice(&self.done.to_le_bytes());
+        out[8..].copy_from_slice(&self.end.to_le_bytes());
+        out
+    }
+
+    pub fn decode(bytes: &[u8]) -> Option<PassFile> {
+        let bytes: &[u8; Self::ENCODED_LEN] = bytes.try_into().ok()?;
+        let done = u64::from_le_bytes(bytes[..8].try_into().ok()?);
+        let end = u64::from_le_bytes(bytes[8..].try_into().ok()?);
+        (done <= end).then_some(PassFile { done, end })
+    }
+}
+
+/// What a batch of the pass changes: regions' progress (`None`: the file is done), and whether
+/// the pass ends with it.
+#[derive(Debug, Default)]
+pub struct PassProgress {
+    pub files: BTreeMap<OsString, Option<PassFile>>,
+    pub finished: bool,
+}
+
+impl Store {
+    /// Turns a store of format [`BEFORE_COST`] into this format, in one atomic, flushed write.
+    pub(super) fn upgrade_before_cost(&mut self) -> Result<(), StoreError> {
+        let mut write = sled::Batch::default();
+        write.insert(KEY_VERSION, &FORMAT_VERSION.to_le_bytes());
+        if let Some(bytes) = self.get(KEY_PENDING)? {
+            let pending =
+                PendingExport::decode_before_cost(&bytes).ok_or_else(|| self.corrupt("pending export"))?;
+            write.insert(KEY_PENDING, pending.encode());
+        }
+        let mut files = 0;
+        for entry in self.db.scan_prefix(PREFIX_CHECKPOINT) {
+            let (key, value) = entry.map_err(|e| sled_error(&self.path, e))?;
+            let checkpoint = Checkpoint::decode(&value).ok_or_else(|| self.corrupt("checkpoint"))?;
+            let name = &key[PREFIX_CHECKPOINT.len()..];
+            let region = PassFile {
+                done: 0,
+                end: checkpoint.offset,
+            };
+            write.insert([PREFIX_CHECKPOINT_PASS, name].concat(), &region.encode()[..]);
+            files += 1;
+        }
+        self.apply(write)?;
+        tracing::info!(
+            "store at {} upgraded to format {FORMAT_VERSION}: the cost quotes of the lines it counted are read again from {files} ledger files",
+            self.path.display()
+        );
+        Ok(())
+    }
+
+    /// The regions the pass has still to read, by file name; empty once it is over.
+    pub fn cost_pass(&self) -> &BTreeMap<OsString, PassFile> {
+        &self.cost_pass
+    }
+
+    /// The pass's set partition at `key`, as committed.
+    pub fn cost_pass_partition(&self, key: &PartitionKey) -> Result<Partition, StoreError> {
+        match self.get(&key.cost_pass_key())? {
+            None => Ok(Partition::default()),
+            Some(bytes) => Partition::decode(&bytes).ok_or_else(|| self.corrupt("cost pass partition")),
+        }
+    }
+
+    pub(super) fn load_cost_pass(&mut self) -> Result<(), StoreError> {
+        for entry in self.db.scan_prefix(PREFIX_CHECKPOINT_PASS) {
+            let (key, value) = entry.map_err(|e| sled_error(&self.path, e))?;
+            let name = os_string_from_bytes(&key[PREFIX_CHECKPOINT_PASS.len()..]);
+            let region = PassFile::decode(&value).ok_or_else(|| self.corrupt("cost pass region"))?;
+            self.cost_pass.insert(name, region);
+        }
+        Ok(())
+    }
+
+    /// Adds the pass's part of a commit to `write`; returns the regions as they will be.
+    pub(super) fn write_cost_pass(
+        &self,
+        write: &mut sled::Batch,
+        partitions: impl Iterator<Item = (PartitionKey, Vec<u8>)>,
+        progress: &PassProgress,
+    ) -> Result<BTreeMap<OsString, PassFile>, StoreError> {
+        let mut regions = self.cost_pass.clone();
+        if progress.finished {
+            for prefix in [COST_PASS_PREFIX, PREFIX_CHECKPOINT_PASS] {
+                for key in self.db.scan_prefix(prefix).keys() {
+                    write.remove(key.map_err(|e| sled_error(&self.path, e))?);
+                }
+            }
+            return Ok(BTreeMap::new());
+        }
+        for (key, bytes) in partitions {
+            write.insert(key.cost_pass_key(), bytes);
+        }
+        for (name, region) in &progress.files {
+            let key = [PREFIX_CHECKPOINT_PASS, name.as_encoded_bytes()].concat();
+            match region {
+                Some(region) => {
+                    write.insert(key, &region.encode()[..]);
+                    regions.insert(name.clone(), *region);
+                }
+                None => {
+                    write.remove(key);
+                    regions.remove(name);
+                }
+            }
+        }
+        Ok(regions)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_region_reads_back_and_never_ends_before_it_starts() {
+        let region = PassFile { done: 7, end: 4096 };
+        assert_eq!(PassFile::decode(&region.encode()), Some(region));
+        let backwards = PassFile { done: 9, end: 8 };
+        assert_eq!(PassFile::decode(&backwards.encode()), None);
+        assert_eq!(PassFile::decode(&[0; 15]), None);
+    }
+}
