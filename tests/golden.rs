@@ -134,3 +134,45 @@ fn the_cost_pass_resumes_after_a_kill_and_adds_each_cost_once() {
     assert_eq!(got["unpriced"], want["unpriced"]);
     assert_eq!(got["series"], want["series"]);
 }
+
+/// A ledger file rewritten in place (same inode) before the cost pass reads it: the pass skips the
+/// line the store never counted, the usual reading counts it whole, and its cost is there once.
+#[test]
+fn a_new_line_in_a_file_the_cost_pass_has_still_to_read_is_priced_once() {
+    use reasonix_exporter::snapshot::StatusJson;
+    use reasonix_exporter::store::Store;
+    use std::sync::atomic::AtomicBool;
+
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata");
+    let work = tempfile::tempdir().unwrap();
+    let stats = work.path().join("stats");
+    copy_tree(&root.join("row-kinds/stats"), &stats);
+    let state = work.path().join("state");
+    copy_tree(&root.join("store-format-3/state"), &state);
+    let want: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(root.join("row-kinds/expected-status.json")).unwrap()).unwrap();
+
+    let last = stats.join("2026-08-08.jsonl");
+    let new_line = r#"{"ts":"2026-08-08T09:00:00+08:00","model":"x/y","source":"cli","total":1,"requests":1,"cost_amount":"1","cost_currency":"USD","cost_complete":true,"billing_mode":"payg"}"#;
+    let rewritten = [new_line.as_bytes(), b"\n", &std::fs::read(&last).unwrap()].concat();
+    std::fs::write(&last, rewritten).unwrap();
+
+    let mut store = Store::open(&state, false).unwrap();
+    // Stopped after the pass's first file.
+    reasonix_exporter::ingest::poll_until(&mut store, &stats, &AtomicBool::new(true)).unwrap();
+    assert_eq!(
+        store.cost_pass().len(),
+        1,
+        "the rewritten file is still to be passed over"
+    );
+    reasonix_exporter::ingest::poll(&mut store, &stats).unwrap();
+    assert!(store.cost_pass().is_empty());
+    let got = serde_json::to_value(StatusJson::of(store.lifetime(), store.counts())).unwrap();
+    let mut cost = got["cost"].as_array().unwrap().clone();
+    let new = cost
+        .iter()
+        .position(|c| c["model_ref"] == "x/y")
+        .expect("the new line's cost");
+    assert_eq!(cost.remove(new)["amount"], "1", "priced once");
+    assert_eq!(serde_json::Value::from(cost), want["cost"]);
+}

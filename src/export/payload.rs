@@ -125,12 +125,7 @@ fn build(resource: &Resource, contents: &Contents<'_>, values: &Sums, with_healt
         }
     };
     for quantity in Quantity::ALL {
-        let names = MetricNames {
-            otlp_name: quantity.otlp_name(),
-            prom_name: quantity.prom_name(),
-            unit: quantity.unit(),
-            description: quantity.description(),
-        };
+        let names = quantity.names();
         add(
             names,
             data_points(contents, &values.tokens, &marks.tokens, |t| {

@@ -140,12 +140,7 @@ pub fn encode(snapshot: &Snapshot, openmetrics: bool) -> String {
     for quantity in Quantity::ALL {
         // Every quantity of a known series, zeros too: a counter Prometheus first sees above
         // zero loses that first increment to `increase()`.
-        let names = MetricNames {
-            otlp_name: quantity.otlp_name(),
-            prom_name: quantity.prom_name(),
-            unit: quantity.unit(),
-            description: quantity.description(),
-        };
+        let names = quantity.names();
         counter(&mut out, names, openmetrics, created, &sums.tokens, |t| {
             t.get(quantity).to_string()
         });

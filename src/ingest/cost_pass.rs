@@ -13,18 +13,24 @@ use crate::store::seen::LineHash;
 use crate::store::{Batch, Store, StoreError};
 
 /// Reads what is left of the pass, committing as it goes; ends the pass once every region is
-/// read. A file that cannot be read now keeps its region for the next poll; one that is gone has
-/// nothing left to give. Stops early, with what was read committed, once `stop` is set.
+/// read. A region's file is found by name, or by device and inode if it was renamed. A file that
+/// cannot be read now keeps its region for the next poll; one that is gone has nothing left to
+/// give (its lines' cost is not known: an under-count, never a double count). Stops early, with what was read committed, once `stop` is set.
 pub fn run(store: &mut Store, files: &[LedgerFile], stop: &AtomicBool) -> Result<(), StoreError> {
     let regions = store.cost_pass().clone();
     let mut batch = Batch::default();
     let mut all_read = true;
     for (name, region) in regions {
-        let Some(file) = files.iter().find(|f| f.name == name) else {
+        let by_identity = |f: &&LedgerFile| f.stat.dev == region.dev && f.stat.ino == region.ino;
+        let found = files
+            .iter()
+            .find(|f| f.name == name)
+            .or_else(|| files.iter().find(by_identity));
+        let Some(file) = found else {
             batch.set_pass_progress(name, None);
             continue;
         };
-        match read_region(store, &mut batch, file, region, stop)? {
+        match read_region(store, &mut batch, &name, file, region, stop)? {
             Region::Done => {
                 batch.set_pass_progress(name, None);
                 if stop.load(Ordering::Relaxed) {
@@ -61,6 +67,7 @@ enum Region {
 fn read_region(
     store: &mut Store,
     batch: &mut Batch,
+    name: &std::ffi::OsString,
     file: &LedgerFile,
     mut region: PassFile,
     stop: &AtomicBool,
@@ -114,7 +121,7 @@ fn read_region(
         }
         if !skipping {
             region.done = read_to - pending.len() as u64;
-            batch.set_pass_progress(file.name.clone(), Some(region));
+            batch.set_pass_progress(name.clone(), Some(region));
         }
         if read_to < region.end && stop.load(Ordering::Relaxed) {
             return Ok(Region::Stopped);

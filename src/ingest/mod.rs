@@ -258,6 +258,10 @@ fn count_line(
     match decoded {
         Decoded::Row(row) => {
             batch.counts.counted += 1;
+            if !store.cost_pass().is_empty() {
+                // Counted whole, its cost included: the cost pass must not add it again.
+                batch.mark_costed(row.day, hash, |key| store.cost_pass_partition(key))?;
+            }
             batch.add(&store.lifetime().tokens, &row, Part::Whole);
         }
         Decoded::Rejected(why) => batch.counts.reject(why),

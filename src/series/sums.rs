@@ -108,10 +108,14 @@ pub struct Sums {
     pub unpriced: BTreeMap<UnpricedSeries, u64>,
 }
 
-/// Applies the same generic operation to each family of one or more [`Sums`].
-macro_rules! each_family {
+/// The [`Sums`] made by one generic function applied to each family of its arguments in turn.
+macro_rules! per_family {
     ($f:ident ( $($arg:expr),* )) => {
-        ($f($(&$arg.tokens),*), $f($(&$arg.cost),*), $f($(&$arg.unpriced),*))
+        Sums {
+            tokens: $f($(&$arg.tokens),*),
+            cost: $f($(&$arg.cost),*),
+            unpriced: $f($(&$arg.unpriced),*),
+        }
     };
 }
 
@@ -133,12 +137,7 @@ impl Sums {
 
     /// `self - other` per series, only where something remains.
     pub fn minus(&self, other: &Sums) -> Sums {
-        let (tokens, cost, unpriced) = each_family!(minus(self, other));
-        Sums {
-            tokens,
-            cost,
-            unpriced,
-        }
+        per_family!(minus(self, other))
     }
 
     /// Raises every value to `other`'s where that is higher.
@@ -150,22 +149,12 @@ impl Sums {
 
     /// The entries of `self` that `other` holds with the same value.
     pub fn agreeing_with(&self, other: &Sums) -> Sums {
-        let (tokens, cost, unpriced) = each_family!(agreeing(self, other));
-        Sums {
-            tokens,
-            cost,
-            unpriced,
-        }
+        per_family!(agreeing(self, other))
     }
 
     /// The entries of `self` that differ from `other`'s (or that `other` lacks).
     pub fn differing_from(&self, other: &Sums) -> Sums {
-        let (tokens, cost, unpriced) = each_family!(differing(self, other));
-        Sums {
-            tokens,
-            cost,
-            unpriced,
-        }
+        per_family!(differing(self, other))
     }
 
     /// For each series of `delta`: its value in `self` plus the delta.
@@ -177,11 +166,7 @@ impl Sums {
 
     /// The entries of `self` whose series `other` has.
     fn agreeing_keys(&self, other: &Sums) -> Sums {
-        Sums {
-            tokens: same_keys(&self.tokens, &other.tokens),
-            cost: same_keys(&self.cost, &other.cost),
-            unpriced: same_keys(&self.unpriced, &other.unpriced),
-        }
+        per_family!(same_keys(self, other))
     }
 
     /// Sets every series of `other` to its value there.

@@ -1,5 +1,6 @@
 //! The eight counted quantities of a series.
 
+use super::cost::MetricNames;
 use crate::ledger::decode::RowKind;
 
 /// One of the eight counted quantities, with its names in every output.
@@ -87,6 +88,16 @@ impl Quantity {
             Quantity::Total => "Total tokens as reported by the provider.",
             Quantity::Requests => "Provider requests.",
             Quantity::Turns => "Completed agent turns.",
+        }
+    }
+
+    /// Its names and unit, as the exporters write them.
+    pub fn names(self) -> MetricNames {
+        MetricNames {
+            otlp_name: self.otlp_name(),
+            prom_name: self.prom_name(),
+            unit: self.unit(),
+            description: self.description(),
         }
     }
 

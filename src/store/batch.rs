@@ -41,15 +41,7 @@ impl Batch {
         hash: LineHash,
         load: impl FnOnce(&PartitionKey) -> Result<Partition, StoreError>,
     ) -> Result<bool, StoreError> {
-        let key = PartitionKey::of(day, hash);
-        let partition = match self.partitions.entry(key) {
-            Entry::Occupied(e) => e.into_mut(),
-            Entry::Vacant(e) => {
-                let partition = load(&key)?;
-                e.insert(partition)
-            }
-        };
-        Ok(partition.insert(hash))
+        Ok(loaded(&mut self.partitions, day, hash, load)?.insert(hash))
     }
 
     /// Adds what `row` counts (its `part`) to its series; `known` holds the store's series (for
@@ -67,12 +59,7 @@ impl Batch {
         hash: LineHash,
         load: impl FnOnce(&PartitionKey) -> Result<Partition, StoreError>,
     ) -> Result<bool, StoreError> {
-        let key = PartitionKey::of(day, hash);
-        let partition = match self.partitions.entry(key) {
-            Entry::Occupied(e) => e.into_mut(),
-            Entry::Vacant(e) => e.insert(load(&key)?),
-        };
-        Ok(partition.contains(hash))
+        Ok(loaded(&mut self.partitions, day, hash, load)?.contains(hash))
     }
 
     /// Records that the cost pass added the quote of `hash`; `false` when it already had.
@@ -82,12 +69,7 @@ impl Batch {
         hash: LineHash,
         load: impl FnOnce(&PartitionKey) -> Result<Partition, StoreError>,
     ) -> Result<bool, StoreError> {
-        let key = PartitionKey::of(day, hash);
-        let partition = match self.costed.entry(key) {
-            Entry::Occupied(e) => e.into_mut(),
-            Entry::Vacant(e) => e.insert(load(&key)?),
-        };
-        Ok(partition.insert(hash))
+        Ok(loaded(&mut self.costed, day, hash, load)?.insert(hash))
     }
 
     /// The cost pass read `file` up to `region.done` (`None`: all of its region).
@@ -111,4 +93,18 @@ impl Batch {
             && self.pass.files.is_empty()
             && !self.pass.finished
     }
+}
+
+/// The partition of `hash` in `partitions`, read once through `load` when it is not there yet.
+fn loaded(
+    partitions: &mut HashMap<PartitionKey, Partition, Xxh3Builder>,
+    day: Option<Day>,
+    hash: LineHash,
+    load: impl FnOnce(&PartitionKey) -> Result<Partition, StoreError>,
+) -> Result<&mut Partition, StoreError> {
+    let key = PartitionKey::of(day, hash);
+    Ok(match partitions.entry(key) {
+        Entry::Occupied(e) => e.into_mut(),
+        Entry::Vacant(e) => e.insert(load(&key)?),
+    })
 }

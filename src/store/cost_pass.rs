@@ -8,8 +8,10 @@
 //! unpriced requests) and nothing else, and goes into the pass's set. Each batch commits the
 //! quotes, the pass's set and each region's progress together, so a `kill -9` at any point
 //! resumes where the last commit left it, and a line in two files (a copy) adds its cost once.
-//! Lines after a region are new lines, counted whole by the usual reading. When every region is
-//! read, the pass's keys are deleted in the commit that ends it.
+//! Lines after a region are new lines, counted whole by the usual reading, which also puts them
+//! in the pass's set while the pass lasts (so that a file rewritten in place under an interrupted
+//! pass cannot give a new line's cost twice). When every region is read, the pass's keys are
+//! deleted in the commit that ends it.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -24,28 +26,43 @@ use crate::ledger::checkpoint::Checkpoint;
 /// The format of stores before cost, which this build upgrades.
 pub const BEFORE_COST: u32 = 3;
 
-/// One file's part of the pass: the bytes `[done, end)` are still to be read.
+/// One file's part of the pass: the bytes `[done, end)` are still to be read, of the file that
+/// had the checkpoint (its device and inode find it again under another name).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PassFile {
     pub done: u64,
     pub end: u64,
+    pub dev: u64,
+    pub ino: u64,
 }
 
 impl PassFile {
-    pub const ENCODED_LEN: usize = 16;
+    pub const ENCODED_LEN: usize = 32;
 
+    /// `done`, `end`, `dev`, `ino`: little-endian u64s.
     pub fn encode(&self) -> [u8; Self::ENCODED_LEN] {
         let mut out = [0; Self::ENCODED_LEN];
-        out[..8].copy_from_slice(&self.done.to_le_bytes());
-        out[8..].copy_from_slice(&self.end.to_le_bytes());
+        for (chunk, v) in out
+            .chunks_exact_mut(8)
+            .zip([self.done, self.end, self.dev, self.ino])
+        {
+            chunk.copy_from_slice(&v.to_le_bytes());
+        }
         out
     }
 
     pub fn decode(bytes: &[u8]) -> Option<PassFile> {
-        let bytes: &[u8; Self::ENCODED_LEN] = bytes.try_into().ok()?;
-        let done = u64::from_le_bytes(bytes[..8].try_into().ok()?);
-        let end = u64::from_le_bytes(bytes[8..].try_into().ok()?);
-        (done <= end).then_some(PassFile { done, end })
+        if bytes.len() != Self::ENCODED_LEN {
+            return None;
+        }
+        let at = |i: usize| u64::from_le_bytes(bytes[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+        let region = PassFile {
+            done: at(0),
+            end: at(1),
+            dev: at(2),
+            ino: at(3),
+        };
+        (region.done <= region.end).then_some(region)
     }
 }
 
@@ -75,6 +92,8 @@ impl Store {
             let region = PassFile {
                 done: 0,
                 end: checkpoint.offset,
+                dev: checkpoint.stat.dev,
+                ino: checkpoint.stat.ino,
             };
             write.insert([PREFIX_CHECKPOINT_PASS, name].concat(), &region.encode()[..]);
             files += 1;
@@ -152,10 +171,19 @@ mod tests {
 
     #[test]
     fn a_region_reads_back_and_never_ends_before_it_starts() {
-        let region = PassFile { done: 7, end: 4096 };
+        let region = PassFile {
+            done: 7,
+            end: 4096,
+            dev: 1,
+            ino: 2,
+        };
         assert_eq!(PassFile::decode(&region.encode()), Some(region));
-        let backwards = PassFile { done: 9, end: 8 };
+        let backwards = PassFile {
+            done: 9,
+            end: 8,
+            ..region
+        };
         assert_eq!(PassFile::decode(&backwards.encode()), None);
-        assert_eq!(PassFile::decode(&[0; 15]), None);
+        assert_eq!(PassFile::decode(&[0; 31]), None);
     }
 }

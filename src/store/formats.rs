@@ -143,6 +143,8 @@ fn cost_pass_region_and_set_key() {
     let region = PassFile {
         done: 4096,
         end: 98_700,
+        dev: 0x801,
+        ino: 1_234_567,
     };
     assert_eq!(
         PassFile::decode(&golden("cost-pass-region", &region.encode())),
