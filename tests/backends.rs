@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::collector::Collector;
-use common::dashboard::{check_panels, sums_of};
+use common::dashboard::{Spend, check_panels, sums_of};
 use common::generator::Generator;
 use common::model::{Model, QUANTITIES, Series};
 use common::pki::Pki;
@@ -233,6 +233,12 @@ impl Machine {
         truth
     }
 
+    /// The spend side of `status --json` (what the store has: call after [`Machine::truth`]).
+    fn spend(&self) -> Spend {
+        let out = self.fx.run(&["status", "--json"]);
+        Spend::of_status(&serde_json::from_slice(&out.stdout).unwrap())
+    }
+
     fn once(&self, path: &Route<'_>, protocol: &str, endpoint: &str) {
         let mut cmd = self
             .fx
@@ -264,16 +270,17 @@ impl Machine {
 /// of a sample, and the values then.
 struct Window {
     instance: String,
-    start: (f64, BTreeMap<Series, [u64; 8]>),
-    end: (f64, BTreeMap<Series, [u64; 8]>),
+    start: (f64, BTreeMap<Series, [u64; 8]>, Spend),
+    end: (f64, BTreeMap<Series, [u64; 8]>, Spend),
 }
 
 /// The scenario of the module's header, for `machine` on `path`. Returns the window from the
 /// restart after `kill -9` to the end.
 fn scenario(path: &mut Route<'_>, machine: &mut Machine) -> Window {
     let before = path.instances();
-    // A backfill, then `once` over each protocol the path takes.
-    machine.lines_land(300);
+    // A backfill (long enough that every series, cost ones included, is there before the
+    // window the dashboard is checked over), then `once` over each protocol the path takes.
+    machine.lines_land(2000);
     let instance = if path.endpoints.is_empty() {
         let daemon = machine.run(path);
         let instance = learn_instance(path, &before);
@@ -313,7 +320,7 @@ fn scenario(path: &mut Route<'_>, machine: &mut Machine) -> Window {
     let daemon = machine.run(path);
     let truth = machine.truth();
     path.wait_for(&instance, &truth, "restart after kill -9");
-    let start = (path.newest_sample(&instance), truth);
+    let start = (path.newest_sample(&instance), truth, machine.spend());
 
     // The first hop restarted mid-run, then down for a while.
     path.hop_down();
@@ -338,7 +345,7 @@ fn scenario(path: &mut Route<'_>, machine: &mut Machine) -> Window {
     // Every series exact, none ever reset, nothing refused.
     let truth = machine.truth();
     path.wait_for(&instance, &truth, "the end");
-    let end = (path.newest_sample(&instance), truth);
+    let end = (path.newest_sample(&instance), truth, machine.spend());
     let counters: Vec<String> = path
         .prometheus()
         .api("label/__name__/values")
@@ -651,8 +658,8 @@ fn team_gateway_with_tls_and_token_is_exact_for_each_machine() {
 /// range panels what the store committed within the window (tests/deploy.rs has the rules every
 /// panel follows, and the same check on the scrape path).
 fn dashboard_panels_are_exact(path: &Route<'_>, window: &Window) {
-    let (start, before) = &window.start;
-    let (end, after) = &window.end;
+    let (start, before, spend_before) = &window.start;
+    let (end, after, spend) = &window.end;
     assert!(
         after.keys().all(|series| before.contains_key(series)),
         "a series new within the window starts at its first value, which increase() leaves out"
@@ -664,9 +671,9 @@ fn dashboard_panels_are_exact(path: &Route<'_>, window: &Window) {
     assert_eq!(path.instances().len(), 1, "{}", window.instance);
     check_panels(
         path.prometheus(),
-        *start,
-        *end,
+        (*start, *end),
         lifetime,
         grown.try_into().unwrap(),
+        (spend, &spend.since(spend_before)),
     );
 }

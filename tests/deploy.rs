@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use yaml_rust2::{Yaml, YamlLoader};
 
-use common::dashboard::{check_panels, dashboard, first_value, queries, sums};
+use common::dashboard::{Spend, check_panels, dashboard, first_value, queries, sums};
 use common::generator::{Generator, days};
 use common::model::Model;
 use common::prom_server::Prometheus;
@@ -383,7 +383,25 @@ fn dashboard_queries_follow_the_counter_rules() {
         .collect();
     assert_eq!(
         vars,
-        ["datasource", "instance", "provider", "model_ref", "source"]
+        [
+            "datasource",
+            "instance",
+            "provider",
+            "model_ref",
+            "source",
+            "currency"
+        ]
+    );
+    let currency = dash["templating"]["list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == "currency")
+        .unwrap();
+    assert_eq!(
+        (&currency["multi"], &currency["includeAll"]),
+        (&false.into(), &false.into()),
+        "one currency at a time: amounts of different currencies are never added"
     );
     let all = queries(&dash);
     assert!(all.len() >= 30, "{} queries", all.len());
@@ -422,6 +440,17 @@ fn dashboard_queries_follow_the_counter_rules() {
                 q.panel,
                 q.expr
             );
+        }
+        // Spend: one currency, and pay-as-you-go never added to subscription equivalents.
+        if q.expr.contains("reasonix_cost_total{") {
+            assert!(
+                q.expr.contains(r#"currency="$currency""#),
+                "{}: {}",
+                q.panel,
+                q.expr
+            );
+            let apart = q.expr.contains("billing_mode=\"") || q.expr.contains(", billing_mode)");
+            assert!(apart, "{}: billing modes added: {}", q.panel, q.expr);
         }
         if q.expr.contains("reasonix_") && !q.expr.contains("reasonix_exporter_") {
             for var in ["$instance", "$provider", "$model_ref", "$source"] {
@@ -463,13 +492,18 @@ fn every_dashboard_panel_returns_data_and_the_totals_panels_are_exact() {
 
     // Lines that land while Prometheus watches, for the series it already knows: a series
     // Prometheus first sees above zero lost that first step to `increase()` (documented).
-    let known = model.expected.totals();
+    let known = model.expected.clone();
+    let spend_before = Spend::of_model(&model);
     let mut added = 0;
     while added < 150 {
         let line = generator.line(&all_days[2]);
         let mut alone = Model::default();
         alone.line(line.as_bytes());
-        if alone.expected.totals().keys().all(|s| known.contains_key(s)) {
+        let new = &alone.expected;
+        if new.series.keys().all(|s| known.series.contains_key(s))
+            && new.cost.keys().all(|k| known.cost.contains_key(k))
+            && new.unpriced.keys().all(|k| known.unpriced.contains_key(k))
+        {
             fx.append(&format!("{}.jsonl", all_days[2]), format!("{line}\n").as_bytes());
             model.line(line.as_bytes());
             added += 1;
@@ -500,7 +534,21 @@ fn every_dashboard_panel_returns_data_and_the_totals_panels_are_exact() {
         .filter_map(|s| s["values"][0][0].as_f64())
         .fold(f64::INFINITY, f64::min);
 
-    check_panels(&prometheus, start, end, after, grown.try_into().unwrap());
+    let spend = Spend::of_model(&model);
+    let spend_grown = spend.since(&spend_before);
+    assert!(
+        ["payg", "subscription_equivalent"]
+            .iter()
+            .all(|m| spend_grown.cost.get(*m).is_some_and(|v| *v > 0)),
+        "spend of both billing modes grew: {spend_grown:?}"
+    );
+    check_panels(
+        &prometheus,
+        (start, end),
+        after,
+        grown.try_into().unwrap(),
+        (&spend, &spend_grown),
+    );
 }
 
 #[test]

@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::Value;
@@ -43,6 +44,7 @@ pub fn substitute(expr: &str, range_ms: u64) -> String {
         .replace("$provider", ".*")
         .replace("$model_ref", ".*")
         .replace("$source", ".*")
+        .replace("$currency", CURRENCY)
         .replace("$__rate_interval", "5s")
         .replace("$__range", &format!("{range_ms}ms"))
         .replace("$__interval", "1h")
@@ -50,6 +52,83 @@ pub fn substitute(expr: &str, range_ms: u64) -> String {
 
 pub fn first_value(result: &[Value]) -> Option<f64> {
     result.first()?["value"][1].as_str()?.parse().ok()
+}
+
+/// The currency the spend panels are checked in (the generator's ledgers have two).
+pub const CURRENCY: &str = "CNY";
+
+/// The spend side of the truth in [`CURRENCY`]: the amount per billing mode (exact, in 10^-9
+/// units) and the unpriced requests per reason, over all series.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Spend {
+    pub cost: BTreeMap<String, u128>,
+    pub unpriced: BTreeMap<String, u64>,
+}
+
+impl Spend {
+    pub fn of_model(model: &Model) -> Spend {
+        let mut spend = Spend::default();
+        for ((_, currency, mode), units) in &model.expected.cost {
+            if currency == CURRENCY {
+                *spend.cost.entry(mode.clone()).or_default() += units;
+            }
+        }
+        for ((_, reason), n) in &model.expected.unpriced {
+            *spend.unpriced.entry(reason.clone()).or_default() += n;
+        }
+        spend
+    }
+
+    /// From `status --json`.
+    pub fn of_status(status: &Value) -> Spend {
+        let mut spend = Spend::default();
+        for c in status["cost"].as_array().unwrap() {
+            if c["currency"] == CURRENCY {
+                let units = units_of(c["amount"].as_str().unwrap());
+                *spend
+                    .cost
+                    .entry(c["billing_mode"].as_str().unwrap().into())
+                    .or_default() += units;
+            }
+        }
+        for u in status["unpriced"].as_array().unwrap() {
+            *spend
+                .unpriced
+                .entry(u["reason"].as_str().unwrap().into())
+                .or_default() += u["requests"].as_u64().unwrap();
+        }
+        spend
+    }
+
+    /// What grew since `earlier`.
+    pub fn since(&self, earlier: &Spend) -> Spend {
+        Spend {
+            cost: self
+                .cost
+                .iter()
+                .map(|(k, v)| (k.clone(), v - earlier.cost.get(k).copied().unwrap_or(0)))
+                .collect(),
+            unpriced: self
+                .unpriced
+                .iter()
+                .map(|(k, v)| (k.clone(), v - earlier.unpriced.get(k).copied().unwrap_or(0)))
+                .filter(|(_, v)| *v > 0)
+                .collect(),
+        }
+    }
+
+    /// The amount of `billing_mode` as the double nearest to it.
+    fn amount(&self, billing_mode: &str) -> f64 {
+        super::model::decimal(self.cost.get(billing_mode).copied().unwrap_or(0))
+            .parse()
+            .unwrap()
+    }
+}
+
+/// An exact decimal in 10^-9 units.
+fn units_of(decimal: &str) -> u128 {
+    let (whole, fraction) = decimal.split_once('.').unwrap_or((decimal, ""));
+    whole.parse::<u128>().unwrap() * 1_000_000_000 + format!("{fraction:0<9}").parse::<u128>().unwrap()
 }
 
 /// The sums over all series of the model's eight quantities.
@@ -67,6 +146,59 @@ pub fn sums_of<'a>(series: impl Iterator<Item = &'a [u64; 8]>) -> [u64; 8] {
     sum
 }
 
+/// The spend panels [`check_spend_panel`] knows.
+const SPEND_PANELS: usize = 7;
+
+/// Whether a spend panel's `result` is the truth; `None` for other panels.
+fn check_spend_panel(
+    panel: &str,
+    result: &[Value],
+    (lifetime, grown): (&Spend, &Spend),
+    tokens: [u64; 8],
+) -> Option<bool> {
+    let close = |got: f64, want: f64| (got - want).abs() <= want.abs() * 1e-9;
+    let value = || first_value(result).unwrap();
+    let by = |label: &str| -> BTreeMap<String, f64> {
+        let mut out = BTreeMap::new();
+        for r in result {
+            let v: f64 = r["value"][1].as_str().unwrap().parse().unwrap();
+            if v != 0.0 {
+                *out.entry(r["metric"][label].as_str().unwrap().to_string())
+                    .or_default() += v;
+            }
+        }
+        out
+    };
+    Some(match panel {
+        "Lifetime spend, pay-as-you-go" => close(value(), lifetime.amount("payg")),
+        "Lifetime subscription equivalent" => close(value(), lifetime.amount("subscription_equivalent")),
+        "Spend, pay-as-you-go" => close(value(), grown.amount("payg")),
+        "Subscription equivalent" => close(value(), grown.amount("subscription_equivalent")),
+        "Priced share of requests" => {
+            let unpriced: u64 = grown.unpriced.values().sum();
+            close(
+                value(),
+                1.0 - unpriced as f64 / tokens[quantity("requests")] as f64,
+            )
+        }
+        "Unpriced requests by reason" => {
+            let want: BTreeMap<String, f64> = grown
+                .unpriced
+                .iter()
+                .map(|(k, v)| (k.clone(), *v as f64))
+                .collect();
+            by("reason") == want
+        }
+        "Spend by model" => {
+            let got = by("billing_mode");
+            ["payg", "subscription_equivalent"]
+                .iter()
+                .all(|mode| close(got.get(*mode).copied().unwrap_or(0.0), grown.amount(mode)))
+        }
+        _ => return None,
+    })
+}
+
 fn quantity(name: &str) -> usize {
     QUANTITIES.iter().position(|q| *q == name).unwrap()
 }
@@ -75,7 +207,17 @@ fn quantity(name: &str) -> usize {
 /// instants, so that `increase()` has nothing to extrapolate) and checks that each returns
 /// data, that each Lifetime panel equals `lifetime` and each range totals panel `grown` (the
 /// sums of the eight quantities), and that the variables have values.
-pub fn check_panels(prometheus: &Prometheus, start: f64, end: f64, lifetime: [u64; 8], grown: [u64; 8]) {
+///
+/// The spend panels in [`CURRENCY`] likewise: the Lifetime ones equal `spend.0`, the range ones
+/// `spend.1` (what grew in the window), each billing mode apart; the priced share is one less
+/// the unpriced requests over all requests of the window.
+pub fn check_panels(
+    prometheus: &Prometheus,
+    (start, end): (f64, f64),
+    lifetime: [u64; 8],
+    grown: [u64; 8],
+    spend: (&Spend, &Spend),
+) {
     let range_ms = ((end - start) * 1000.0).round() as u64;
     let dash = dashboard();
     let totals = [
@@ -111,6 +253,11 @@ pub fn check_panels(prometheus: &Prometheus, start: f64, end: f64, lifetime: [u6
         };
         let result = result.unwrap_or_else(|| panic!("{}: Prometheus refused {expr}", q.panel));
         assert!(!result.is_empty(), "{}: no data for {expr}", q.panel);
+        if let Some(ok) = check_spend_panel(&q.panel, &result, spend, grown) {
+            assert!(ok, "{}: {result:?} ({expr}), want {spend:?}", q.panel);
+            checked += 1;
+            continue;
+        }
         let want = if let Some(name) = q.panel.strip_prefix("Lifetime ") {
             let (_, key) = totals
                 .iter()
@@ -136,7 +283,7 @@ pub fn check_panels(prometheus: &Prometheus, start: f64, end: f64, lifetime: [u6
     }
     assert_eq!(
         checked,
-        totals.len() + range_totals.len() + 1,
+        totals.len() + range_totals.len() + 1 + SPEND_PANELS,
         "every totals panel was checked"
     );
 

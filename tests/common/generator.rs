@@ -106,13 +106,15 @@ impl Generator {
             let prefix = self.rng.next_u64();
             line.push_str(&format!(
                 r#","prefix_hash":"{prefix:016x}","usage_source":"provider","cost_amount":"{}","cost_currency":"{}","cost_complete":true,"display_complete":true,"display_status":"matched","billing_mode":"{}","pricing_fingerprint":"{:08x}","rate_date":"2026-08-01","valuation_cny":"0.{:06}""#,
-                match self.rng.below(50) {
-                    // Now and then an amount Reasonix would not write: a bad cost.
-                    0 => "1e-3".to_string(),
+                // A rate card per model: its currency and billing mode; one model's quotes are
+                // malformed (a bad cost). Fixed per model, so that a ledger of a few hundred
+                // lines has every cost series a longer one has.
+                match model {
+                    "deepseek-chat" => "1e-3".to_string(),
                     _ => format!("0.{:06}", self.rng.below(1_000_000)),
                 },
-                self.rng.pick(&["CNY", "CNY", "USD"]),
-                self.rng.pick(&["payg", "payg", "subscription_equivalent"]),
+                if model.starts_with("openrouter/") { "USD" } else { "CNY" },
+                if model == "deepseek/deepseek-v4-pro" { "subscription_equivalent" } else { "payg" },
                 self.rng.below(1 << 32),
                 self.rng.below(1_000_000),
             ));
