@@ -41,7 +41,7 @@ pub fn tail_chunks(data: &[u8]) {
         // Chunk sizes from 1 byte to 64, varied by the seed.
         let size = 1 + (usize::from(seed).wrapping_mul(31).wrapping_add(step * 7) % 64);
         let end = (at + size).min(input.len());
-        split_lines(&mut pending, &input[at..end], |complete| {
+        split_lines(&mut pending, &input[at..end], |complete, _| {
             lines.extend(complete.iter().map(|l| l.to_vec()));
         });
         at = end;

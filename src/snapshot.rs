@@ -1,6 +1,7 @@
 //! The `status --json` document, and the copy of it a running daemon keeps in the state dir
 //! for `status`, which cannot open the store while the daemon holds it.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -138,6 +139,24 @@ impl StatusJson {
             },
             prometheus: None,
         }
+    }
+}
+
+impl StatusJson {
+    /// Requests priced by Reasonix (all requests less the unpriced ones), and the unpriced ones
+    /// by reason.
+    pub fn requests_by_pricing(&self) -> (u64, BTreeMap<&str, u64>) {
+        let all = self
+            .series
+            .iter()
+            .fold(0u64, |sum, s| sum.saturating_add(s.requests));
+        let mut unpriced: BTreeMap<&str, u64> = BTreeMap::new();
+        for u in &self.unpriced {
+            let sum = unpriced.entry(u.reason.as_str()).or_default();
+            *sum = sum.saturating_add(u.requests);
+        }
+        let priced = all.saturating_sub(unpriced.values().fold(0u64, |a, b| a.saturating_add(*b)));
+        (priced, unpriced)
     }
 }
 

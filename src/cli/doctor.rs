@@ -13,6 +13,7 @@ use crate::export::transport::Transport;
 use crate::ledger::decode::{Decoded, decode};
 use crate::ledger::discover::ledger_files;
 use crate::settings::Settings;
+use crate::snapshot::StatusJson;
 use crate::store::{Store, StoreError};
 
 /// The lines of a report: what was checked, and the fix for what is wrong.
@@ -206,6 +207,7 @@ fn check_store(settings: &Settings, report: &mut Report) {
                     owner.map(|p| format!(" (pid {p})")).unwrap_or_default()
                 ),
             );
+            report_pricing_of_snapshot(dir, report);
             if let Some(problem) = ExportHealth::load(dir).and_then(|h| h.problem()) {
                 report.problem(
                     "exports",
@@ -229,19 +231,8 @@ fn check_store(settings: &Settings, report: &mut Report) {
 
 /// How many requests carry Reasonix's price quote, and why the others do not.
 fn report_pricing(store: &Store, report: &mut Report) {
-    let (priced, unpriced) = store.lifetime().requests_by_pricing();
-    let reasons: Vec<String> = unpriced
-        .iter()
-        .map(|(reason, n)| format!("{reason} {n}"))
-        .collect();
-    let mut text = format!(
-        "{priced} requests priced by Reasonix; unpriced: {}",
-        if reasons.is_empty() {
-            "none".to_string()
-        } else {
-            reasons.join(", ")
-        }
-    );
+    let doc = StatusJson::of(store.lifetime(), store.counts());
+    let mut text = pricing_text(&doc);
     if !store.cost_pass().is_empty() {
         text.push_str(&format!(
             " (the cost of lines counted before the upgrade is still being read from {} files; it is added by the next run or once)",
@@ -249,6 +240,30 @@ fn report_pricing(store: &Store, report: &mut Report) {
         ));
     }
     report.ok("cost", text);
+}
+
+/// The same from the snapshot a running daemon keeps, when the store is in its hands.
+fn report_pricing_of_snapshot(state_dir: &Path, report: &mut Report) {
+    let doc = std::fs::read(crate::snapshot::path_in(state_dir))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<StatusJson>(&bytes).ok());
+    if let Some(doc) = doc {
+        report.ok("cost", pricing_text(&doc));
+    }
+}
+
+fn pricing_text(doc: &StatusJson) -> String {
+    let (priced, unpriced) = doc.requests_by_pricing();
+    let reasons: Vec<String> = unpriced
+        .iter()
+        .map(|(reason, n)| format!("{reason} {n}"))
+        .collect();
+    let unpriced = if reasons.is_empty() {
+        "none".to_string()
+    } else {
+        reasons.join(", ")
+    };
+    format!("{priced} requests priced by Reasonix; unpriced: {unpriced}")
 }
 
 async fn check_collector(settings: &Settings, report: &mut Report) {

@@ -72,32 +72,7 @@ fn render_table(doc: &StatusJson) -> String {
     total_row.extend(sum.iter().map(|v| thousands(*v)));
     rows.push(total_row);
 
-    let widths: Vec<usize> = (0..rows[0].len())
-        .map(|col| rows.iter().map(|r| r[col].chars().count()).max().unwrap_or(0))
-        .collect();
-    let mut out = String::new();
-    for (i, row) in rows.iter().enumerate() {
-        if i == rows.len() - 1 {
-            let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
-            out.push_str(&rule.join("  "));
-            out.push('\n');
-        }
-        let cells: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .enumerate()
-            // Labels left-aligned, numbers right-aligned.
-            .map(|(col, (cell, w))| {
-                if col < 3 {
-                    format!("{cell:<w$}")
-                } else {
-                    format!("{cell:>w$}")
-                }
-            })
-            .collect();
-        out.push_str(cells.join("  ").trim_end());
-        out.push('\n');
-    }
+    let mut out = aligned(&rows, 3, true);
     out.push_str(&render_cost(doc));
     let l = &doc.lines;
     out.push_str(&format!(
@@ -113,6 +88,37 @@ fn render_table(doc: &StatusJson) -> String {
     out
 }
 
+/// `rows` in columns two spaces apart: the first `labels` columns left-aligned, the rest (numbers)
+/// right-aligned; with `total_rule`, a rule above the last row.
+fn aligned(rows: &[Vec<String>], labels: usize, total_rule: bool) -> String {
+    let widths: Vec<usize> = (0..rows.first().map_or(0, Vec::len))
+        .map(|col| rows.iter().map(|r| r[col].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for (i, row) in rows.iter().enumerate() {
+        if total_rule && i == rows.len() - 1 {
+            let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
+            out.push_str(&rule.join("  "));
+            out.push('\n');
+        }
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(col, (cell, w))| {
+                if col < labels {
+                    format!("{cell:<w$}")
+                } else {
+                    format!("{cell:>w$}")
+                }
+            })
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
 /// Spend per currency (never added across currencies), then the requests without a price.
 fn render_cost(doc: &StatusJson) -> String {
     let mut out = String::new();
@@ -123,19 +129,19 @@ fn render_cost(doc: &StatusJson) -> String {
         out.push_str(&format!(
             "\ncost in {currency}, Reasonix's estimate at list price (not a bill):\n"
         ));
-        for c in doc.cost.iter().filter(|c| c.currency == currency) {
-            out.push_str(&format!(
-                "  {}  {}  {}  {}  {}\n",
-                c.model_ref, c.provider, c.source, c.billing_mode, c.amount
-            ));
-        }
+        let rows: Vec<Vec<String>> = doc
+            .cost
+            .iter()
+            .filter(|c| c.currency == currency)
+            .map(|c| {
+                let cells = [&c.model_ref, &c.provider, &c.source, &c.billing_mode, &c.amount];
+                cells.map(|cell| cell.clone()).to_vec()
+            })
+            .collect();
+        out.push_str(&aligned(&rows, 4, false));
     }
-    // Per series and reason in `--json`; here, what share went unpriced and why.
-    let mut reasons: std::collections::BTreeMap<&str, u64> = std::collections::BTreeMap::new();
-    for u in &doc.unpriced {
-        let sum = reasons.entry(u.reason.as_str()).or_default();
-        *sum = sum.saturating_add(u.requests);
-    }
+    // Per series and reason in `--json`; here, how many went unpriced and why.
+    let (_, reasons) = doc.requests_by_pricing();
     if !reasons.is_empty() {
         let listed: Vec<String> = reasons
             .iter()

@@ -138,7 +138,7 @@ fn build(resource: &Resource, contents: &Contents<'_>, values: &Sums, with_healt
     add(
         COST,
         data_points(contents, &values.cost, &marks.cost, |a| {
-            (a.0, AsDouble(a.to_f64()))
+            (a.units(), AsDouble(a.to_f64()))
         }),
     );
     add(

@@ -106,7 +106,7 @@ fn read_region(
             }
         }
         let mut failure = None;
-        tail::split_lines(&mut pending, fresh, |lines| {
+        tail::split_lines(&mut pending, fresh, |lines, _| {
             failure = lines
                 .iter()
                 .try_for_each(|line| add_quote(store, batch, line))

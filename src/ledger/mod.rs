@@ -3,6 +3,7 @@
 pub mod checkpoint;
 pub mod decode;
 pub mod discover;
+mod field;
 pub mod quote;
 pub mod tail;
 pub mod timestamp;

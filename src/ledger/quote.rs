@@ -5,10 +5,28 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use super::field::Field;
+
 /// An exact amount of money in 10^-9 units of its currency. Sums saturate: a hostile ledger can
-/// pin a sum at its maximum, never send it backwards.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Amount(pub u128);
+/// pin a sum at its maximum, never send it backwards. Kept as two u64 halves, so that a decoded
+/// row holding one needs no 16-byte alignment (every row is moved a few times).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Amount {
+    low: u64,
+    high: u64,
+}
+
+impl PartialOrd for Amount {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Amount {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.units().cmp(&other.units())
+    }
+}
 
 /// The most digits before the point an amount may have.
 const MAX_WHOLE_DIGITS: usize = 18;
@@ -19,6 +37,18 @@ const UNITS_PER_WHOLE: u128 = 1_000_000_000;
 impl Amount {
     pub const ENCODED_LEN: usize = 16;
 
+    pub const fn from_units(units: u128) -> Amount {
+        Amount {
+            low: units as u64,
+            high: (units >> 64) as u64,
+        }
+    }
+
+    /// The amount in 10^-9 units of its currency.
+    pub const fn units(self) -> u128 {
+        ((self.high as u128) << 64) | self.low as u128
+    }
+
     /// A plain decimal, `^(0|[1-9][0-9]{0,17})(\.[0-9]{1,9})?$`: no sign, exponent, spaces or
     /// leading zeros. Anything else is `None`.
     pub fn parse(text: &str) -> Option<Amount> {
@@ -26,31 +56,31 @@ impl Amount {
             Some((whole, fraction)) => (whole, Some(fraction)),
             None => (text, None),
         };
-        let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-        if !digits(whole) || whole.len() > MAX_WHOLE_DIGITS || (whole.len() > 1 && whole.starts_with('0')) {
+        if whole.len() > MAX_WHOLE_DIGITS || (whole.len() > 1 && whole.starts_with('0')) {
             return None;
         }
-        let mut units = whole.parse::<u128>().ok()? * UNITS_PER_WHOLE;
+        // At most 18 digits: the whole part fits a u64, and so does the fraction's 9.
+        let mut units = u128::from(digits(whole)?) * UNITS_PER_WHOLE;
         if let Some(fraction) = fraction {
-            if !digits(fraction) || fraction.len() > MAX_FRACTION_DIGITS {
+            if fraction.len() > MAX_FRACTION_DIGITS {
                 return None;
             }
-            let scale = 10u128.pow((MAX_FRACTION_DIGITS - fraction.len()) as u32);
-            units += fraction.parse::<u128>().ok()? * scale;
+            let scale = 10u64.pow((MAX_FRACTION_DIGITS - fraction.len()) as u32);
+            units += u128::from(digits(fraction)? * scale);
         }
-        Some(Amount(units))
+        Some(Amount::from_units(units))
     }
 
     pub fn is_zero(self) -> bool {
-        self.0 == 0
+        self.units() == 0
     }
 
     pub fn saturating_add(self, other: Amount) -> Amount {
-        Amount(self.0.saturating_add(other.0))
+        Amount::from_units(self.units().saturating_add(other.units()))
     }
 
     pub fn saturating_sub(self, other: Amount) -> Amount {
-        Amount(self.0.saturating_sub(other.0))
+        Amount::from_units(self.units().saturating_sub(other.units()))
     }
 
     /// The double nearest to the exact amount (what OTLP carries): the decimal text parsed once,
@@ -60,19 +90,47 @@ impl Amount {
     }
 
     pub fn encode(self) -> [u8; Self::ENCODED_LEN] {
-        self.0.to_le_bytes()
+        self.units().to_le_bytes()
     }
 
     pub fn decode(bytes: &[u8]) -> Option<Amount> {
-        Some(Amount(u128::from_le_bytes(bytes.try_into().ok()?)))
+        Some(Amount::from_units(u128::from_le_bytes(bytes.try_into().ok()?)))
+    }
+}
+
+/// The value of one to 18 ASCII digits; `None` for anything else.
+fn digits(text: &str) -> Option<u64> {
+    if text.is_empty() {
+        return None;
+    }
+    text.bytes().try_fold(0u64, |n, b| {
+        b.is_ascii_digit().then(|| n * 10 + u64::from(b - b'0'))
+    })
+}
+
+/// An ISO 4217 code as Reasonix normalises them, `^[A-Z]{3}$`, kept inline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Currency([u8; 3]);
+
+impl Currency {
+    pub fn parse(text: &str) -> Option<Currency> {
+        let bytes: [u8; 3] = text.as_bytes().try_into().ok()?;
+        bytes
+            .iter()
+            .all(u8::is_ascii_uppercase)
+            .then_some(Currency(bytes))
+    }
+
+    pub fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.0).expect("ASCII letters")
     }
 }
 
 /// The exact decimal: no exponent, no trailing zeros after the point, at most nine decimals.
 impl fmt::Display for Amount {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let whole = self.0 / UNITS_PER_WHOLE;
-        let fraction = self.0 % UNITS_PER_WHOLE;
+        let whole = self.units() / UNITS_PER_WHOLE;
+        let fraction = self.units() % UNITS_PER_WHOLE;
         if fraction == 0 {
             return write!(f, "{whole}");
         }
@@ -89,7 +147,7 @@ pub enum Quote<'a> {
     /// A complete quote: the amount, its ISO currency code, and `billing_mode` as written.
     Priced {
         amount: Amount,
-        currency: Cow<'a, str>,
+        currency: Currency,
         billing_mode: Option<Cow<'a, str>>,
     },
     /// `cost_complete: false`, with `incomplete_reason` as written.
@@ -99,53 +157,44 @@ pub enum Quote<'a> {
     Bad,
 }
 
-/// The five quote fields of a row as the decoder found them: `None` when absent or `null`,
-/// `Err(())` when of the wrong JSON type.
+/// The five quote fields of a row as the decoder found them. The amount and the currency are
+/// parsed as they are read: `Value(None)` is a string that is not a valid amount (or currency).
 #[derive(Debug, Default)]
 pub struct QuoteFields<'a> {
-    pub amount: Option<Result<Cow<'a, str>, ()>>,
-    pub currency: Option<Result<Cow<'a, str>, ()>>,
-    pub complete: Option<Result<bool, ()>>,
-    pub billing_mode: Option<Result<Cow<'a, str>, ()>>,
-    pub incomplete_reason: Option<Result<Cow<'a, str>, ()>>,
+    pub amount: Field<Option<Amount>>,
+    pub currency: Field<Option<Currency>>,
+    pub complete: Field<bool>,
+    pub billing_mode: Field<Cow<'a, str>>,
+    pub incomplete_reason: Field<Cow<'a, str>>,
 }
 
 impl<'a> QuoteFields<'a> {
     /// The rules of docs/counting-rules.md, "Cost".
+    #[inline]
     pub fn into_quote(self) -> Quote<'a> {
-        let wrong_type = self.amount.as_ref().is_some_and(Result::is_err)
-            || self.currency.as_ref().is_some_and(Result::is_err)
-            || self.complete.as_ref().is_some_and(Result::is_err)
-            || self.billing_mode.as_ref().is_some_and(Result::is_err)
-            || self.incomplete_reason.as_ref().is_some_and(Result::is_err);
+        let wrong_type = self.amount.is_bad()
+            || self.currency.is_bad()
+            || self.complete.is_bad()
+            || self.billing_mode.is_bad()
+            || self.incomplete_reason.is_bad();
         if wrong_type {
             return Quote::Bad;
         }
         match self.complete {
-            None => Quote::Missing,
-            Some(Ok(false)) => Quote::Incomplete {
-                reason: self.incomplete_reason.and_then(Result::ok),
+            Field::Absent | Field::Bad => Quote::Missing,
+            Field::Value(false) => Quote::Incomplete {
+                reason: self.incomplete_reason.value(),
             },
-            Some(_) => {
-                let amount = self.amount.and_then(Result::ok);
-                let amount = amount.as_deref().and_then(Amount::parse);
-                let currency = self.currency.and_then(Result::ok).filter(|c| is_currency_code(c));
-                match (amount, currency) {
-                    (Some(amount), Some(currency)) => Quote::Priced {
-                        amount,
-                        currency,
-                        billing_mode: self.billing_mode.and_then(Result::ok),
-                    },
-                    _ => Quote::Bad,
-                }
-            }
+            Field::Value(true) => match (self.amount, self.currency) {
+                (Field::Value(Some(amount)), Field::Value(Some(currency))) => Quote::Priced {
+                    amount,
+                    currency,
+                    billing_mode: self.billing_mode.value(),
+                },
+                _ => Quote::Bad,
+            },
         }
     }
-}
-
-/// `^[A-Z]{3}$`: an ISO 4217 code as Reasonix normalises them.
-fn is_currency_code(text: &str) -> bool {
-    text.len() == 3 && text.bytes().all(|b| b.is_ascii_uppercase())
 }
 
 impl Quote<'_> {
@@ -163,7 +212,7 @@ impl Quote<'_> {
                 billing_mode,
             } => Quote::Priced {
                 amount,
-                currency: own(currency),
+                currency,
                 billing_mode: billing_mode.map(own),
             },
         }
@@ -187,7 +236,7 @@ mod tests {
                 999_999_999_999_999_999_999_999_999,
             ),
         ] {
-            assert_eq!(Amount::parse(text), Some(Amount(units)), "{text}");
+            assert_eq!(Amount::parse(text), Some(Amount::from_units(units)), "{text}");
         }
         for bad in [
             "",
@@ -223,40 +272,54 @@ mod tests {
         ] {
             assert_eq!(Amount::parse(text).unwrap().to_string(), text);
         }
-        assert_eq!(Amount(1_500_000_000).to_string(), "1.5");
-        assert_eq!(Amount(u128::MAX).saturating_add(Amount(1)), Amount(u128::MAX));
+        assert_eq!(Amount::from_units(1_500_000_000).to_string(), "1.5");
+        assert_eq!(
+            Amount::from_units(u128::MAX).saturating_add(Amount::from_units(1)),
+            Amount::from_units(u128::MAX)
+        );
         assert_eq!(Amount::parse("0.1").unwrap().to_f64(), 0.1);
-        assert_eq!(Amount::decode(&Amount(7).encode()), Some(Amount(7)));
+        assert_eq!(
+            Amount::decode(&Amount::from_units(7).encode()),
+            Some(Amount::from_units(7))
+        );
     }
 
     fn quote(fields: QuoteFields<'static>) -> Quote<'static> {
         fields.into_quote()
     }
 
-    fn text(s: &'static str) -> Option<Result<Cow<'static, str>, ()>> {
-        Some(Ok(Cow::Borrowed(s)))
+    fn text(s: &'static str) -> Field<Cow<'static, str>> {
+        Field::Value(Cow::Borrowed(s))
+    }
+
+    fn amount(s: &str) -> Field<Option<Amount>> {
+        Field::Value(Amount::parse(s))
+    }
+
+    fn currency(s: &str) -> Field<Option<Currency>> {
+        Field::Value(Currency::parse(s))
     }
 
     #[test]
     fn rows_are_priced_unpriced_or_bad() {
         let priced = QuoteFields {
-            amount: text("0.25"),
-            currency: text("CNY"),
-            complete: Some(Ok(true)),
+            amount: amount("0.25"),
+            currency: currency("CNY"),
+            complete: Field::Value(true),
             billing_mode: text("payg"),
-            incomplete_reason: None,
+            incomplete_reason: Field::Absent,
         };
         assert_eq!(
             quote(priced),
             Quote::Priced {
-                amount: Amount(250_000_000),
-                currency: "CNY".into(),
+                amount: Amount::from_units(250_000_000),
+                currency: Currency::parse("CNY").unwrap(),
                 billing_mode: Some("payg".into())
             }
         );
         assert_eq!(quote(QuoteFields::default()), Quote::Missing);
         let incomplete = QuoteFields {
-            complete: Some(Ok(false)),
+            complete: Field::Value(false),
             incomplete_reason: text("no_price"),
             ..QuoteFields::default()
         };
@@ -266,24 +329,24 @@ mod tests {
                 reason: Some("no_price".into())
             }
         );
-        for (amount, currency) in [("1.5", "cny"), ("1.5", "CNYX"), ("1,5", "CNY"), ("", "USD")] {
+        for (a, c) in [("1.5", "cny"), ("1.5", "CNYX"), ("1,5", "CNY"), ("", "USD")] {
             let fields = QuoteFields {
-                amount: text(amount),
-                currency: text(currency),
-                complete: Some(Ok(true)),
+                amount: amount(a),
+                currency: currency(c),
+                complete: Field::Value(true),
                 ..QuoteFields::default()
             };
-            assert_eq!(quote(fields), Quote::Bad, "{amount} {currency}");
+            assert_eq!(quote(fields), Quote::Bad, "{a} {c}");
         }
         let no_amount = QuoteFields {
-            currency: text("USD"),
-            complete: Some(Ok(true)),
+            currency: currency("USD"),
+            complete: Field::Value(true),
             ..QuoteFields::default()
         };
         assert_eq!(quote(no_amount), Quote::Bad);
         // A field of the wrong type spoils even a row without `cost_complete`.
         let wrong_type = QuoteFields {
-            billing_mode: Some(Err(())),
+            billing_mode: Field::Bad,
             ..QuoteFields::default()
         };
         assert_eq!(quote(wrong_type), Quote::Bad);

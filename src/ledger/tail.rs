@@ -109,9 +109,15 @@ pub fn open(path: &Path, stat: &FileStat, checkpoint: Option<&Checkpoint>) -> io
 
 impl Tail {
     /// Reads the next chunk into `buf` and calls `on_lines` once with every line it completes
-    /// (without the `\n`), in file order. Returns the number of bytes read; 0 means the end of
-    /// the file for now. A skipped line that ends in this chunk is left for [`Tail::take_skipped`].
-    pub fn next_chunk(&mut self, buf: &mut [u8], on_lines: impl FnOnce(&[&[u8]])) -> io::Result<usize> {
+    /// (without the `\n`), in file order, and the update of the file's fingerprint over them (for
+    /// the caller to apply on whichever thread has time; it is applied when dropped otherwise).
+    /// Returns the number of bytes read; 0 means the end of the file for now. A skipped line that
+    /// ends in this chunk is left for [`Tail::take_skipped`].
+    pub fn next_chunk(
+        &mut self,
+        buf: &mut [u8],
+        on_lines: impl FnOnce(&[&[u8]], PrefixUpdate<'_>),
+    ) -> io::Result<usize> {
         let n = loop {
             match self.file.read(buf) {
                 Ok(n) => break n,
@@ -133,11 +139,11 @@ impl Tail {
             self.skipping = None;
             fresh = &fresh[end + 1..];
         }
-        if let Some(last_newline) = memchr::memrchr(b'\n', fresh) {
-            self.prefix.update(&self.pending);
-            self.prefix.update(&fresh[..=last_newline]);
-        }
-        split_lines(&mut self.pending, fresh, on_lines);
+        let prefix = &mut self.prefix;
+        split_lines(&mut self.pending, fresh, |lines, rest| {
+            let head = lines[0];
+            on_lines(lines, PrefixUpdate::new(prefix, head, rest));
+        });
         if let Some(why) = too_long_to_hold(&self.pending) {
             self.skip_pending(why);
         }
@@ -205,11 +211,49 @@ fn too_long_to_hold(pending: &[u8]) -> Option<Rejection> {
     None
 }
 
+/// The bytes of a chunk's complete lines, `\n`s included, still to be added to the file's
+/// prefix fingerprint: the first line, then the rest of the chunk through its last `\n`.
+/// Applied by [`PrefixUpdate::apply`], or when dropped.
+pub struct PrefixUpdate<'a> {
+    prefix: Option<&'a mut Xxh3>,
+    head: &'a [u8],
+    rest: &'a [u8],
+}
+
+impl<'a> PrefixUpdate<'a> {
+    fn new(prefix: &'a mut Xxh3, head: &'a [u8], rest: &'a [u8]) -> PrefixUpdate<'a> {
+        PrefixUpdate {
+            prefix: Some(prefix),
+            head,
+            rest,
+        }
+    }
+
+    pub fn apply(mut self) {
+        self.run();
+    }
+
+    fn run(&mut self) {
+        if let Some(prefix) = self.prefix.take() {
+            prefix.update(self.head);
+            prefix.update(self.rest);
+        }
+    }
+}
+
+impl Drop for PrefixUpdate<'_> {
+    fn drop(&mut self) {
+        self.run();
+    }
+}
+
 /// Splits a freshly read chunk into the lines it completes and calls `on_lines` once with them
-/// (without their `\n`), in order, when there is at least one. The first line starts with
-/// `pending`, the bytes after the last `\n` of earlier chunks; what follows this chunk's last
-/// `\n` is left in `pending` for the next one.
-pub fn split_lines(pending: &mut Vec<u8>, fresh: &[u8], on_lines: impl FnOnce(&[&[u8]])) {
+/// (without their `\n`), in order, when there is at least one; with them, the chunk's bytes
+/// after the first line's part, through its last `\n` (the first line, then those, are every
+/// byte the lines were cut from). The first line starts with `pending`, the bytes after the last
+/// `\n` of earlier chunks; what follows this chunk's last `\n` is left in `pending` for the next
+/// one.
+pub fn split_lines(pending: &mut Vec<u8>, fresh: &[u8], on_lines: impl FnOnce(&[&[u8]], &[u8])) {
     let Some(last_newline) = memchr::memrchr(b'\n', fresh) else {
         pending.extend_from_slice(fresh);
         return;
@@ -225,7 +269,7 @@ pub fn split_lines(pending: &mut Vec<u8>, fresh: &[u8], on_lines: impl FnOnce(&[
         lines.push(&fresh[start..end]);
         start = end + 1;
     }
-    on_lines(&lines);
+    on_lines(&lines, &fresh[first_end..=last_newline]);
     drop(lines);
     pending.clear();
     pending.extend_from_slice(&fresh[last_newline + 1..]);
@@ -258,7 +302,7 @@ mod tests {
         let mut buf = vec![0; CHUNK];
         let mut out = Vec::new();
         while tail
-            .next_chunk(&mut buf, |lines| {
+            .next_chunk(&mut buf, |lines, _| {
                 out.extend(lines.iter().map(|l| String::from_utf8(l.to_vec()).unwrap()))
             })
             .unwrap()
@@ -321,7 +365,7 @@ mod tests {
         let mut lines = Vec::new();
         let mut skipped = Vec::new();
         while tail
-            .next_chunk(&mut buf, |l| lines.extend(l.iter().map(|l| l.to_vec())))
+            .next_chunk(&mut buf, |l, _| lines.extend(l.iter().map(|l| l.to_vec())))
             .unwrap()
             > 0
         {

@@ -1,15 +1,12 @@
 //! What a batch of rows adds, by series.
 
 use std::collections::{BTreeMap, HashMap};
-use std::fmt::Write as _;
-
-use xxhash_rust::xxh3::Xxh3Builder;
 
 use super::cost::{BAD_COST, CostSeries, NO_QUOTE, UnpricedSeries, ValueCap, value_label};
-use super::{AttrSet, MAX_SERIES, Sums, Totals};
+use super::{AttrSet, MAX_SERIES, QuickHash, Sums, Totals};
 use crate::ledger::decode::{Row, RowKind};
-use crate::ledger::quote::Amount;
 use crate::ledger::quote::Quote;
+use crate::ledger::quote::{Amount, Currency};
 
 /// Deltas by series for a batch of rows, with the two things that make that fast and bounded:
 /// a cache from a row's raw labels to its series (one lookup a line, not three allocations),
@@ -17,12 +14,12 @@ use crate::ledger::quote::Quote;
 #[derive(Debug, Default)]
 pub struct SeriesDeltas {
     /// The raw `(model, source)` of each row seen → its slot in `series`.
-    labels: HashMap<Box<str>, usize, Xxh3Builder>,
+    labels: HashMap<Box<[u8]>, usize, QuickHash>,
     /// Each attribute set added to → its slot in `series`.
     slots: HashMap<AttrSet, usize>,
     series: Vec<Slot>,
     /// Scratch for building a raw label key.
-    key: String,
+    key: Vec<u8>,
 }
 
 #[derive(Debug)]
@@ -30,7 +27,7 @@ struct Slot {
     attrs: AttrSet,
     delta: Totals,
     /// Spend by raw `(currency, billing_mode)`, in the order first seen.
-    costs: Vec<(Box<str>, Option<Box<str>>, Amount)>,
+    costs: Vec<(Currency, Option<Box<str>>, Amount)>,
     /// Unpriced requests by raw reason, in the order first seen.
     unpriced: Vec<(Reason, u64)>,
     /// Increments here were folded by the cardinality limit.
@@ -113,21 +110,22 @@ impl SeriesDeltas {
     fn slot_of(&mut self, known: &BTreeMap<AttrSet, Totals>, row: &Row<'_>) -> usize {
         self.key.clear();
         for label in [&row.model, &row.source] {
-            // Length-prefixed, so that no label text can mimic the boundary between the two:
-            // `-` for absent, `<byte length>:<text>` otherwise (an empty one is `0:`).
+            // Tagged and length-prefixed, so that no label text can mimic the boundary between
+            // the two: 0 for absent; 1, the byte length (u64) and the text otherwise.
             match label {
-                None => self.key.push('-'),
+                None => self.key.push(0),
                 Some(text) => {
-                    let _ = write!(self.key, "{}:", text.len());
-                    self.key.push_str(text);
+                    self.key.push(1);
+                    self.key.extend_from_slice(&(text.len() as u64).to_le_bytes());
+                    self.key.extend_from_slice(text.as_bytes());
                 }
             }
         }
-        match self.labels.get(self.key.as_str()) {
+        match self.labels.get(self.key.as_slice()) {
             Some(slot) => *slot,
             None => {
                 let slot = self.slot_for(known, AttrSet::of_row(row));
-                self.labels.insert(self.key.as_str().into(), slot);
+                self.labels.insert(self.key.as_slice().into(), slot);
                 slot
             }
         }
@@ -175,7 +173,7 @@ impl SeriesDeltas {
             for (currency, billing_mode, amount) in &slot.costs {
                 let key = CostSeries {
                     attrs: slot.attrs.clone(),
-                    currency: currencies.admit(value_label(Some(currency))),
+                    currency: currencies.admit(currency.as_str().to_owned()),
                     billing_mode: modes.admit(value_label(billing_mode.as_deref())),
                 };
                 let sum = out.cost.entry(key).or_default();
@@ -206,14 +204,12 @@ impl Slot {
             let found = self
                 .costs
                 .iter_mut()
-                .find(|(c, b, _)| **c == **currency && b.as_deref() == billing_mode.as_deref());
+                .find(|(c, b, _)| c == currency && b.as_deref() == billing_mode.as_deref());
             match found {
                 Some((_, _, sum)) => *sum = sum.saturating_add(*amount),
-                None => self.costs.push((
-                    currency.as_ref().into(),
-                    billing_mode.as_deref().map(Into::into),
-                    *amount,
-                )),
+                None => self
+                    .costs
+                    .push((*currency, billing_mode.as_deref().map(Into::into), *amount)),
             }
             return;
         }

@@ -194,20 +194,6 @@ impl Sums {
         sets
     }
 
-    /// Requests priced (all requests less the unpriced ones), and the unpriced ones by reason.
-    pub fn requests_by_pricing(&self) -> (u64, BTreeMap<&str, u64>) {
-        let all = self.tokens.values().fold(0u64, |sum, t| {
-            sum.saturating_add(t.get(super::Quantity::Requests))
-        });
-        let mut unpriced: BTreeMap<&str, u64> = BTreeMap::new();
-        for (key, requests) in &self.unpriced {
-            let sum = unpriced.entry(key.reason.as_str()).or_default();
-            *sum = sum.saturating_add(*requests);
-        }
-        let priced = all.saturating_sub(unpriced.values().fold(0u64, |a, b| a.saturating_add(*b)));
-        (priced, unpriced)
-    }
-
     /// Every entry as `(family, key, value)` bytes, for the store.
     pub fn encoded_entries(&self) -> Vec<(Family, Vec<u8>, Vec<u8>)> {
         let mut out = Vec::with_capacity(self.len());
@@ -374,7 +360,7 @@ mod tests {
                 currency: "USD".into(),
                 billing_mode: "payg".into(),
             },
-            Amount(1_500_000_000),
+            Amount::from_units(1_500_000_000),
         );
         sums.unpriced.insert(
             UnpricedSeries {

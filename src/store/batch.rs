@@ -5,8 +5,6 @@ use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 
-use xxhash_rust::xxh3::Xxh3Builder;
-
 use super::StoreError;
 use super::cost_pass::{PassFile, PassProgress};
 use super::counts::IngestCounts;
@@ -14,16 +12,16 @@ use super::seen::{LineHash, Partition, PartitionKey};
 use crate::ledger::checkpoint::Checkpoint;
 use crate::ledger::decode::Row;
 use crate::ledger::timestamp::Day;
-use crate::series::{AttrSet, Part, SeriesDeltas, Totals};
+use crate::series::{AttrSet, Part, QuickHash, SeriesDeltas, Totals};
 
 #[derive(Debug, Default)]
 pub struct Batch {
-    pub(super) partitions: HashMap<PartitionKey, Partition, Xxh3Builder>,
+    pub(super) partitions: HashMap<PartitionKey, Partition, QuickHash>,
     pub(super) series: SeriesDeltas,
     pub(super) checkpoints: HashMap<OsString, Checkpoint>,
     pub counts: IngestCounts,
     /// The cost pass's set: lines whose quote it added (see `cost_pass`).
-    pub(super) costed: HashMap<PartitionKey, Partition, Xxh3Builder>,
+    pub(super) costed: HashMap<PartitionKey, Partition, QuickHash>,
     pub(super) pass: PassProgress,
 }
 
@@ -97,7 +95,7 @@ impl Batch {
 
 /// The partition of `hash` in `partitions`, read once through `load` when it is not there yet.
 fn loaded(
-    partitions: &mut HashMap<PartitionKey, Partition, Xxh3Builder>,
+    partitions: &mut HashMap<PartitionKey, Partition, QuickHash>,
     day: Option<Day>,
     hash: LineHash,
     load: impl FnOnce(&PartitionKey) -> Result<Partition, StoreError>,

@@ -92,8 +92,10 @@ fn unpriced_key() -> UnpricedSeries {
 
 fn sums() -> Sums {
     let mut sums = tokens_only();
-    sums.cost
-        .insert(cost_key(), Amount(999_999_999_999_999_999_999_999_999));
+    sums.cost.insert(
+        cost_key(),
+        Amount::from_units(999_999_999_999_999_999_999_999_999),
+    );
     sums.unpriced.insert(unpriced_key(), 12_345);
     sums
 }
@@ -124,7 +126,7 @@ fn series_keys_and_values() {
         &prefixed(Family::Cost, SeriesKey::encode(&cost_key())),
     );
     assert_eq!(CostSeries::decode(&bytes[2..]), Some(cost_key()));
-    let amount = Amount(999_999_999_999_999_999_999_999_999);
+    let amount = Amount::from_units(999_999_999_999_999_999_999_999_999);
     assert_eq!(Amount::decode(&golden("amount", &amount.encode())), Some(amount));
     let bytes = golden(
         "unpriced-key",

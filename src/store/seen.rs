@@ -36,10 +36,23 @@ pub const BUCKETS: u8 = 4;
 
 /// Which partition a line's hash lives in: its `ts` day (or one day-less group for lines without
 /// a usable `ts`: rejected lines, rows with no timestamp), and a bucket of that day.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PartitionKey {
     pub day: Option<Day>,
     pub bucket: u8,
+}
+
+/// One write of the day's bytes and the bucket: a batch hashes a key for every line.
+impl std::hash::Hash for PartitionKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        let mut bytes = [0u8; 12];
+        if let Some(day) = &self.day {
+            bytes[..10].copy_from_slice(day.as_bytes());
+            bytes[10] = 1;
+        }
+        bytes[11] = self.bucket;
+        state.write(&bytes);
+    }
 }
 
 impl PartitionKey {

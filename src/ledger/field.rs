@@ -1,0 +1,33 @@
+//! [`Field`]: an allow-listed field of a row as the decoder found it.
+
+/// A field's value as found; a wrong JSON type is kept as `Bad` so that the verdict can say why.
+/// `null` is `Absent`, as in Go.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub enum Field<T> {
+    #[default]
+    Absent,
+    Value(T),
+    Bad,
+}
+
+impl<T> Field<T> {
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Field<U> {
+        match self {
+            Field::Absent => Field::Absent,
+            Field::Value(v) => Field::Value(f(v)),
+            Field::Bad => Field::Bad,
+        }
+    }
+
+    pub fn is_bad(&self) -> bool {
+        matches!(self, Field::Bad)
+    }
+
+    /// The value, if there is one of the right type.
+    pub fn value(self) -> Option<T> {
+        match self {
+            Field::Value(v) => Some(v),
+            _ => None,
+        }
+    }
+}
