@@ -90,3 +90,40 @@ fn promql_sums_equal_the_totals_and_nothing_resets_across_a_restart() {
         == Some(1.0)));
     drop(daemon);
 }
+
+/// The first scrape of a restarted `run` already has the store's totals, self-metrics included,
+/// even while its first poll still reads a large backlog: `/metrics` is served only once they are
+/// published. (Served before, a scrape in that moment showed every lifetime counter at zero,
+/// which Prometheus takes for a reset.)
+#[test]
+fn the_first_scrape_after_a_start_has_the_stores_totals() {
+    let fx = Fixture::new();
+    let mut before = Model::default();
+    let mut generator = Generator::new(43);
+    let all_days = days(2);
+    let text = generator.day_file(&all_days[0], 2000);
+    fx.append(&format!("{}.jsonl", all_days[0]), text.as_bytes());
+    before.feed(text.as_bytes());
+    fx.append(&format!("{}.jsonl", all_days[0]), b"not json\n");
+    common::assert_success(&fx.run(&["once", "--otlp", "off"]));
+    // A backlog for the first poll of `run` to read while the scrape comes.
+    let mut after = Model::default();
+    after.feed(text.as_bytes());
+    let backlog = generator.day_file(&all_days[1], 100_000);
+    fx.append(&format!("{}.jsonl", all_days[1]), backlog.as_bytes());
+    after.feed(backlog.as_bytes());
+
+    let daemon = fx.spawn(&["--otlp", "off", "--prometheus", "127.0.0.1:0"]);
+    // As soon as the address is known, with no waiting for anything to appear.
+    let port = daemon.metrics_port();
+    let page = common::http_get(port, "/metrics", None).unwrap();
+    let totals = scrape_totals(port).unwrap();
+    assert!(
+        totals == before.expected.totals() || totals == after.expected.totals(),
+        "{totals:?}"
+    );
+    assert!(
+        page.contains("reasonix_exporter_lines_rejected_total{reason=\"invalid_json\"} 1"),
+        "{page}"
+    );
+}

@@ -65,6 +65,7 @@ pub async fn run(settings: &Settings) -> anyhow::Result<()> {
     let store = Store::open(&settings.state_dir.value, settings.reset_state)?;
     let (snapshots, snapshot_rx) = watch::channel(Arc::new(Snapshot::default()));
     let mut serving = None;
+    let mut listening = None;
     if let Some(addr) = settings.prometheus.value {
         let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| {
             format!("cannot listen on {addr} for Prometheus (from {}); choose another address with --prometheus, or --prometheus off", settings.prometheus.origin)
@@ -72,7 +73,7 @@ pub async fn run(settings: &Settings) -> anyhow::Result<()> {
         let bound = listener.local_addr().unwrap_or(addr);
         tracing::info!("serving Prometheus metrics on http://{bound}/metrics");
         serving = Some(bound.to_string());
-        tokio::spawn(prometheus::serve(listener, snapshot_rx));
+        listening = Some(listener);
     }
     let exporter = match &settings.otlp {
         Some(otlp) => Some(OtlpExporter::new(
@@ -83,6 +84,13 @@ pub async fn run(settings: &Settings) -> anyhow::Result<()> {
         None => None,
     };
     let mut daemon = Daemon::new(settings, store, exporter, snapshots, serving, stopping);
+    // The store's totals are what the first scrape sees: served before them, a scrape would show
+    // the lifetime counters at zero, which Prometheus takes for a reset. (A client that connects
+    // meanwhile waits in the listen queue.)
+    daemon.publish();
+    if let Some(listener) = listening {
+        tokio::spawn(prometheus::serve(listener, snapshot_rx));
+    }
     daemon.serve(&stopped).await
 }
 

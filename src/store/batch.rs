@@ -1,14 +1,13 @@
 //! Work read from the ledger and not yet committed: new hashes, total deltas, checkpoints and
 //! line counts, which [`Store::commit`](super::Store::commit) writes in one atomic batch.
 
-use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 
 use super::StoreError;
 use super::cost_pass::{PassFile, PassProgress};
 use super::counts::IngestCounts;
-use super::seen::{LineHash, Partition, PartitionKey};
+use super::seen::{BUCKETS, LineHash, Partition, PartitionKey};
 use crate::ledger::checkpoint::Checkpoint;
 use crate::ledger::decode::Row;
 use crate::ledger::timestamp::Day;
@@ -16,12 +15,12 @@ use crate::series::{AttrSet, Part, QuickHash, SeriesDeltas, Totals};
 
 #[derive(Debug, Default)]
 pub struct Batch {
-    pub(super) partitions: HashMap<PartitionKey, Partition, QuickHash>,
+    pub(super) partitions: Partitions,
     pub(super) series: SeriesDeltas,
     pub(super) checkpoints: HashMap<OsString, Checkpoint>,
     pub counts: IngestCounts,
     /// The cost pass's set: lines whose quote it added (see `cost_pass`).
-    pub(super) costed: HashMap<PartitionKey, Partition, QuickHash>,
+    pub(super) costed: Partitions,
     pub(super) pass: PassProgress,
 }
 
@@ -39,7 +38,7 @@ impl Batch {
         hash: LineHash,
         load: impl FnOnce(&PartitionKey) -> Result<Partition, StoreError>,
     ) -> Result<bool, StoreError> {
-        Ok(loaded(&mut self.partitions, day, hash, load)?.insert(hash))
+        Ok(self.partitions.of(day, hash, load)?.insert(hash))
     }
 
     /// Adds what `row` counts (its `part`) to its series; `known` holds the store's series (for
@@ -57,7 +56,7 @@ impl Batch {
         hash: LineHash,
         load: impl FnOnce(&PartitionKey) -> Result<Partition, StoreError>,
     ) -> Result<bool, StoreError> {
-        Ok(loaded(&mut self.partitions, day, hash, load)?.contains(hash))
+        Ok(self.partitions.of(day, hash, load)?.contains(hash))
     }
 
     /// Records that the cost pass added the quote of `hash`; `false` when it already had.
@@ -67,7 +66,7 @@ impl Batch {
         hash: LineHash,
         load: impl FnOnce(&PartitionKey) -> Result<Partition, StoreError>,
     ) -> Result<bool, StoreError> {
-        Ok(loaded(&mut self.costed, day, hash, load)?.insert(hash))
+        Ok(self.costed.of(day, hash, load)?.insert(hash))
     }
 
     /// The cost pass read `file` up to `region.done` (`None`: all of its region).
@@ -93,16 +92,54 @@ impl Batch {
     }
 }
 
-/// The partition of `hash` in `partitions`, read once through `load` when it is not there yet.
-fn loaded(
-    partitions: &mut HashMap<PartitionKey, Partition, QuickHash>,
-    day: Option<Day>,
-    hash: LineHash,
-    load: impl FnOnce(&PartitionKey) -> Result<Partition, StoreError>,
-) -> Result<&mut Partition, StoreError> {
-    let key = PartitionKey::of(day, hash);
-    Ok(match partitions.entry(key) {
-        Entry::Occupied(e) => e.into_mut(),
-        Entry::Vacant(e) => e.insert(load(&key)?),
-    })
+/// The seen-set partitions a batch holds, with the indices of the last day's four at hand: a
+/// day file's lines all land on its day, and hashing a key for every line showed in the
+/// backfill profile.
+#[derive(Debug, Default)]
+pub(super) struct Partitions {
+    all: Vec<(PartitionKey, Partition)>,
+    index: HashMap<PartitionKey, usize, QuickHash>,
+    /// The last day looked up, and its partitions' places in `all` by bucket.
+    recent: Option<(Option<Day>, [Option<usize>; BUCKETS as usize])>,
+}
+
+impl Partitions {
+    pub(super) fn len(&self) -> usize {
+        self.all.len()
+    }
+
+    pub(super) fn iter(&self) -> impl Iterator<Item = &(PartitionKey, Partition)> {
+        self.all.iter()
+    }
+
+    /// The partition of `hash`, read once through `load` when it is not here yet.
+    fn of(
+        &mut self,
+        day: Option<Day>,
+        hash: LineHash,
+        load: impl FnOnce(&PartitionKey) -> Result<Partition, StoreError>,
+    ) -> Result<&mut Partition, StoreError> {
+        let key = PartitionKey::of(day, hash);
+        let bucket = key.bucket as usize;
+        let cached = match &self.recent {
+            Some((recent_day, slots)) if *recent_day == day => slots[bucket],
+            _ => {
+                self.recent = Some((day, [None; BUCKETS as usize]));
+                None
+            }
+        };
+        let at = match cached.or_else(|| self.index.get(&key).copied()) {
+            Some(at) => at,
+            None => {
+                let partition = load(&key)?;
+                self.all.push((key, partition));
+                self.index.insert(key, self.all.len() - 1);
+                self.all.len() - 1
+            }
+        };
+        if let Some((_, slots)) = &mut self.recent {
+            slots[bucket] = Some(at);
+        }
+        Ok(&mut self.all[at].1)
+    }
 }

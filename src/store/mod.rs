@@ -198,7 +198,7 @@ impl Store {
             return Ok(());
         }
         let mut write = sled::Batch::default();
-        for (key, partition) in &batch.partitions {
+        for (key, partition) in batch.partitions.iter() {
             if partition.is_dirty() {
                 write.insert(key.store_key(), partition.encode());
             }

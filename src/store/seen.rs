@@ -122,6 +122,9 @@ pub struct Partition {
 
 const HASH_LEN: usize = 16;
 
+/// The room a partition's new hashes start with (4 KiB).
+const FIRST_CAPACITY: usize = 256;
+
 impl Partition {
     /// Decodes a stored partition; `None` when the bytes are not a sorted array of hashes.
     pub fn decode(bytes: &[u8]) -> Option<Partition> {
@@ -140,7 +143,14 @@ impl Partition {
 
     /// Adds `hash`; `false` when it was already there (a duplicate line).
     pub fn insert(&mut self, hash: LineHash) -> bool {
-        self.stored.binary_search(&hash.0).is_err() && self.added.insert(hash.0)
+        if self.stored.binary_search(&hash.0).is_ok() {
+            return false;
+        }
+        if self.added.capacity() == 0 {
+            // A backfill adds hundreds to a partition: skip the first few doublings.
+            self.added.reserve(FIRST_CAPACITY);
+        }
+        self.added.insert(hash.0)
     }
 
     pub fn contains(&self, hash: LineHash) -> bool {
