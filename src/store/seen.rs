@@ -122,8 +122,9 @@ pub struct Partition {
 
 const HASH_LEN: usize = 16;
 
-/// The room a partition's new hashes start with (4 KiB).
-const FIRST_CAPACITY: usize = 256;
+/// The room a partition's new hashes start with (1 KiB): past the first doublings, small enough
+/// that a ledger of many sparse days does not pay for it in memory.
+const FIRST_CAPACITY: usize = 64;
 
 impl Partition {
     /// Decodes a stored partition; `None` when the bytes are not a sorted array of hashes.
