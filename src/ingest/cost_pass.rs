@@ -14,8 +14,10 @@ use crate::store::{Batch, Store, StoreError};
 
 /// Reads what is left of the pass, committing as it goes; ends the pass once every region is
 /// read. A region's file is found by name, or by device and inode if it was renamed. A file that
-/// cannot be read now keeps its region for the next poll; one that is gone has nothing left to
-/// give (its lines' cost is not known: an under-count, never a double count). Stops early, with what was read committed, once `stop` is set.
+/// cannot be read now keeps its region for the next poll (the usual reading reports it, rate
+/// limited); one that is gone has nothing left to give (its lines' cost is not known: an
+/// under-count, never a double count). Stops early, with what was read committed, once `stop`
+/// is set.
 pub fn run(store: &mut Store, files: &[LedgerFile], stop: &AtomicBool) -> Result<(), StoreError> {
     let regions = store.cost_pass().clone();
     let mut batch = Batch::default();
@@ -38,7 +40,7 @@ pub fn run(store: &mut Store, files: &[LedgerFile], stop: &AtomicBool) -> Result
                 }
             }
             Region::Unreadable(e) => {
-                tracing::warn!(
+                tracing::debug!(
                     "cost pass: ledger file {} cannot be read ({e}); retrying at the next poll",
                     name.to_string_lossy()
                 );

@@ -5,8 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use super::cost::{BAD_COST, CostSeries, NO_QUOTE, UnpricedSeries, ValueCap, value_label};
 use super::{AttrSet, MAX_SERIES, QuickHash, Sums, Totals};
 use crate::ledger::decode::{Row, RowKind};
-use crate::ledger::quote::Quote;
-use crate::ledger::quote::{Amount, Currency};
+use crate::ledger::quote::{Amount, Currency, Quote};
 
 /// Deltas by series for a batch of rows, with the two things that make that fast and bounded:
 /// a cache from a row's raw labels to its series (one lookup a line, not three allocations),
@@ -55,6 +54,7 @@ impl Reason {
         match quote {
             Quote::Bad => Reason::BadCost,
             Quote::Incomplete { reason } => Reason::Incomplete(reason.as_deref().map(Into::into)),
+            // A priced quote adds its amount, never comes here.
             Quote::Missing | Quote::Priced { .. } => Reason::NoQuote,
         }
     }

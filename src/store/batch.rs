@@ -44,7 +44,8 @@ impl Batch {
     /// Adds what `row` counts (its `part`) to its series; `known` holds the store's series (for
     /// the fold).
     pub fn add(&mut self, known: &BTreeMap<AttrSet, Totals>, row: &Row<'_>, part: Part) {
-        if self.series.add(known, row, part) {
+        // A line's fold is counted once, when the line is: not again for its quote alone.
+        if self.series.add(known, row, part) && part == Part::Whole {
             self.counts.folded += 1;
         }
     }
