@@ -60,6 +60,33 @@ fn every_golden_ledger_gives_its_expected_status() {
     }
 }
 
+/// A copy of `testdata/store-format-3/state` beside a copy of the ledger it counted, and the
+/// status that ledger must give (`row-kinds/expected-status.json`).
+struct Upgrade {
+    work: tempfile::TempDir,
+    stats: PathBuf,
+    state: PathBuf,
+    want: serde_json::Value,
+}
+
+impl Upgrade {
+    fn new() -> Upgrade {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata");
+        let work = tempfile::tempdir().unwrap();
+        let stats = work.path().join("stats");
+        copy_tree(&root.join("row-kinds/stats"), &stats);
+        let state = work.path().join("state");
+        copy_tree(&root.join("store-format-3/state"), &state);
+        let want = std::fs::read(root.join("row-kinds/expected-status.json")).unwrap();
+        Upgrade {
+            work,
+            stats,
+            state,
+            want: serde_json::from_slice(&want).unwrap(),
+        }
+    }
+}
+
 /// `testdata/store-format-3`: the state dir `once` left after counting `row-kinds` and exporting
 /// it (store format 3, before cost; stream record 1), committed. This build upgrades a copy of
 /// it: the same token totals, the cost of every line it had counted added exactly once by the
@@ -67,14 +94,12 @@ fn every_golden_ledger_gives_its_expected_status() {
 /// start, and nothing counted twice when the same ledger is read again and again.
 #[test]
 fn a_store_from_before_cost_is_upgraded_and_gains_the_cost_of_its_lines_once() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata");
-    let work = tempfile::tempdir().unwrap();
-    let stats = work.path().join("stats");
-    copy_tree(&root.join("row-kinds/stats"), &stats);
-    let state = work.path().join("state");
-    copy_tree(&root.join("store-format-3/state"), &state);
-    let want: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(root.join("row-kinds/expected-status.json")).unwrap()).unwrap();
+    let Upgrade {
+        work: _work,
+        stats,
+        state,
+        want,
+    } = Upgrade::new();
     let status = |state: &Path| -> serde_json::Value {
         serde_json::from_slice(&run(&stats, state, &["status", "--json"]).stdout).unwrap()
     };
@@ -109,14 +134,13 @@ fn the_cost_pass_resumes_after_a_kill_and_adds_each_cost_once() {
     use reasonix_exporter::store::Store;
     use std::sync::atomic::AtomicBool;
 
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata");
-    let work = tempfile::tempdir().unwrap();
-    let stats = work.path().join("stats");
-    copy_tree(&root.join("row-kinds/stats"), &stats);
-    let (state, killed) = (work.path().join("state"), work.path().join("killed"));
-    copy_tree(&root.join("store-format-3/state"), &state);
-    let want: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(root.join("row-kinds/expected-status.json")).unwrap()).unwrap();
+    let Upgrade {
+        work,
+        stats,
+        state,
+        want,
+    } = Upgrade::new();
+    let killed = work.path().join("killed");
 
     let mut store = Store::open(&state, false).unwrap();
     let regions = store.cost_pass().len();
@@ -143,14 +167,12 @@ fn a_new_line_in_a_file_the_cost_pass_has_still_to_read_is_priced_once() {
     use reasonix_exporter::store::Store;
     use std::sync::atomic::AtomicBool;
 
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata");
-    let work = tempfile::tempdir().unwrap();
-    let stats = work.path().join("stats");
-    copy_tree(&root.join("row-kinds/stats"), &stats);
-    let state = work.path().join("state");
-    copy_tree(&root.join("store-format-3/state"), &state);
-    let want: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(root.join("row-kinds/expected-status.json")).unwrap()).unwrap();
+    let Upgrade {
+        work: _work,
+        stats,
+        state,
+        want,
+    } = Upgrade::new();
 
     let last = stats.join("2026-08-08.jsonl");
     let new_line = r#"{"ts":"2026-08-08T09:00:00+08:00","model":"x/y","source":"cli","total":1,"requests":1,"cost_amount":"1","cost_currency":"USD","cost_complete":true,"billing_mode":"payg"}"#;
