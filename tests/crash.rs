@@ -1,15 +1,17 @@
 //! `kill -9` at random moments, repeated, then one clean run: what the receiver saw — for each
 //! run the last value, summed over runs — equals the model's totals (docs/counting-rules.md).
+//! And the upgrade of a store made before cost, killed at moments all over its cost pass.
 
 mod common;
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use common::before_cost::{self, Upgrade};
 use common::generator::{Generator, Rng, days};
 use common::model::Model;
 use common::receiver::Receiver;
-use common::{Fixture, assert_success};
+use common::{Fixture, assert_success, copy_tree};
 
 fn kill_runs_then_finish(receiver: Receiver, seed: u64) {
     let fx = Fixture::new();
@@ -237,4 +239,96 @@ fn daemon_killed_at_random_while_the_ledger_grows_delivers_exact_totals() {
 #[test]
 fn daemon_killed_at_random_with_the_collector_up_and_down_delivers_exact_totals() {
     daemon_killed_while_the_ledger_grows(Receiver::grpc(), 62, true);
+}
+
+/// A store made before cost (format 3) over 300 day files and a copy of one: its upgrade
+/// killed by `kill -9` at moments spread over a run's life (sled's open, the upgrade's write,
+/// the cost pass's commits, the usual reading, the exit), killed again at random after Reasonix
+/// wrote new lines, then one clean run. Each time the store holds the model's totals and the
+/// cost of every line once.
+#[test]
+fn the_cost_pass_killed_at_any_moment_adds_each_cost_once() {
+    let base = Fixture::new();
+    let mut model = Model::default();
+    let mut generator = Generator::new(25);
+    let mut rng = Rng::new(25 ^ 0xC057);
+    let all_days = days(310);
+    for day in &all_days[..300] {
+        let text = generator.day_file(day, 120);
+        base.append(&format!("{day}.jsonl"), text.as_bytes());
+        model.feed(text.as_bytes());
+    }
+    // A sync client's copy of a day: the same lines, their cost added once.
+    let copied = std::fs::read(base.path("2026-08-03.jsonl")).unwrap();
+    base.append("2026-08-03 (1).jsonl", &copied);
+    model.feed(&copied);
+    base.ingest();
+    before_cost::downgrade(&base.state);
+    assert_eq!(before_cost::upgrade_stage(&base.state), Upgrade::NotStarted);
+
+    // The store's copy beside the same ledger (its checkpoints name these files' inodes): an
+    // upgrade in place. New lines go into that ledger, so each trial's model has them all.
+    let copy_of_base = || {
+        let root = tempfile::tempdir().unwrap();
+        let state = root.path().join("state");
+        copy_tree(&base.state, &state);
+        Fixture {
+            root,
+            home: base.home.clone(),
+            stats: base.stats.clone(),
+            state,
+        }
+    };
+    let once = ["once", "--otlp", "off"];
+    let killed_after = |fx: &Fixture, delay: Duration| {
+        let mut child = fx
+            .command(&once)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(delay);
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        before_cost::upgrade_stage(&fx.state)
+    };
+    let agrees = |fx: &Fixture, model: &Model, what: &str| {
+        let (got, want) = (fx.status(), model.expected.status_json());
+        for part in ["series", "cost", "unpriced", "lines"] {
+            assert_eq!(got[part], want[part], "{what}: {part}");
+        }
+    };
+
+    // Uninterrupted, for the length of a run's life.
+    let whole = copy_of_base();
+    let started = Instant::now();
+    whole.ingest();
+    let span = started.elapsed();
+    assert_eq!(before_cost::upgrade_stage(&whole.state), Upgrade::Over);
+    agrees(&whole, &model, "uninterrupted");
+
+    let mut stages = Vec::new();
+    for trial in 1..=7u32 {
+        let fx = copy_of_base();
+        stages.push(killed_after(&fx, span * trial / 8));
+        // New lines: after a region of the pass, and in a new day file.
+        for day in [&all_days[5], &all_days[300 + trial as usize]] {
+            let text = generator.day_file(day, 40);
+            fx.append(&format!("{day}.jsonl"), text.as_bytes());
+            model.feed(text.as_bytes());
+        }
+        let random = Duration::from_micros(rng.below(span.as_micros() as u64));
+        killed_after(&fx, random);
+        fx.ingest();
+        assert_eq!(before_cost::upgrade_stage(&fx.state), Upgrade::Over);
+        agrees(
+            &fx,
+            &model,
+            &format!("trial {trial}, first killed at {:?}", stages.last()),
+        );
+    }
+    assert!(
+        stages.iter().any(|s| matches!(s, Upgrade::Passing { .. })),
+        "no kill landed inside the cost pass ({stages:?}); the test proves little"
+    );
 }

@@ -5,20 +5,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{BIN, assert_success};
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
+use common::{BIN, assert_success, copy_tree};
 
 fn run(stats: &Path, state: &Path, args: &[&str]) -> std::process::Output {
     let out = std::process::Command::new(BIN)

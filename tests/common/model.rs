@@ -34,7 +34,7 @@ pub struct Expected {
     pub rejected: u64,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Model {
     seen: HashSet<Vec<u8>>,
     pub expected: Expected,
