@@ -185,3 +185,21 @@ fn a_new_line_in_a_file_the_cost_pass_has_still_to_read_is_priced_once() {
     assert_eq!(cost.remove(new)["amount"], "1", "priced once");
     assert_eq!(serde_json::Value::from(cost), want["cost"]);
 }
+
+/// The README's worked example shows `status` over `testdata/row-kinds`, as it is.
+#[test]
+fn the_readme_shows_the_status_of_row_kinds_as_it_is() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let shown = readme
+        .split_once("```\nmodel_ref")
+        .and_then(|(_, rest)| rest.split_once("\n```"))
+        .map(|(table, _)| format!("model_ref{table}"))
+        .expect("the README's worked example has a status table");
+    let work = tempfile::tempdir().unwrap();
+    let stats = root.join("testdata/row-kinds/stats");
+    let state = work.path().join("state");
+    run(&stats, &state, &["once", "--otlp", "off"]);
+    let status = run(&stats, &state, &["status"]);
+    assert_eq!(String::from_utf8_lossy(&status.stdout).trim_end(), shown);
+}

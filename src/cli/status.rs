@@ -129,15 +129,12 @@ fn render_cost(doc: &StatusJson) -> String {
         out.push_str(&format!(
             "\ncost in {currency}, Reasonix's estimate at list price (not a bill):\n"
         ));
-        let rows: Vec<Vec<String>> = doc
-            .cost
-            .iter()
-            .filter(|c| c.currency == currency)
-            .map(|c| {
-                let cells = [&c.model_ref, &c.provider, &c.source, &c.billing_mode, &c.amount];
-                cells.map(|cell| cell.clone()).to_vec()
-            })
-            .collect();
+        let header = ["model_ref", "provider", "source", "billing_mode", "amount"];
+        let mut rows = vec![header.map(String::from).to_vec()];
+        rows.extend(doc.cost.iter().filter(|c| c.currency == currency).map(|c| {
+            let cells = [&c.model_ref, &c.provider, &c.source, &c.billing_mode, &c.amount];
+            cells.map(|cell| cell.clone()).to_vec()
+        }));
         out.push_str(&aligned(&rows, 4, false));
     }
     // Per series and reason in `--json`; here, how many went unpriced and why.
