@@ -95,6 +95,9 @@ fn a_store_from_before_cost_is_upgraded_and_gains_the_cost_of_its_lines_once() {
     let before = status(&state);
     assert_eq!(before["series"], want["series"], "the committed store's totals");
     assert_eq!(before["lines"], want["lines"]);
+    let table = |state: &Path| String::from_utf8(run(&stats, state, &["status"]).stdout).unwrap();
+    let pending = "the cost of the lines counted before the upgrade is still to be read from 2 ledger files";
+    assert!(table(&state).contains(pending), "{}", table(&state));
 
     for pass in 1..=2 {
         run(&stats, &state, &["once", "--otlp", "off"]);
@@ -111,6 +114,7 @@ fn a_store_from_before_cost_is_upgraded_and_gains_the_cost_of_its_lines_once() {
         assert_eq!(after["lines"]["counted"], want["lines"]["counted"]);
     }
     assert_eq!(stream_start(&state), start, "the stream goes on");
+    assert!(!table(&state).contains("still to be read"), "the pass is over");
 }
 
 /// The cost pass stopped after its first file (as by a signal) and then killed: the copy of the

@@ -10,8 +10,12 @@ use crate::store::{Store, StoreError};
 /// The top-level entry point for `reasonix-exporter status`.
 pub fn status(settings: &Settings, json: bool) -> anyhow::Result<()> {
     let state_dir = &settings.state_dir.value;
+    let mut pass_left = 0;
     let doc = match Store::open_briefly(state_dir) {
-        Ok(store) => StatusJson::of(store.lifetime(), store.counts()),
+        Ok(store) => {
+            pass_left = store.cost_pass().len();
+            StatusJson::of(store.lifetime(), store.counts())
+        }
         Err(StoreError::Locked { owner, .. }) => {
             let path = snapshot::path_in(state_dir);
             let text = std::fs::read_to_string(&path).with_context(|| {
@@ -43,7 +47,13 @@ pub fn status(settings: &Settings, json: bool) -> anyhow::Result<()> {
         };
         serde_json::to_string_pretty(&doc).expect("plain data serialises")
     } else {
-        render_table(&doc)
+        let mut table = render_table(&doc);
+        if pass_left > 0 {
+            table.push_str(&format!(
+                "\nthe cost of the lines counted before the upgrade is still to be read from {pass_left} ledger files: the next `once` or `run` adds it"
+            ));
+        }
+        table
     };
     println!("{text}");
     Ok(())
