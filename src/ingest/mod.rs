@@ -6,14 +6,15 @@
 //! cost first reads its cost pass (`cost_pass.rs`).
 
 mod cost_pass;
+mod parallel;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use crate::ledger::decode::{Decoded, decode};
+use crate::ledger::decode::Decoded;
 use crate::ledger::discover::{LedgerFile, ledger_files};
-use crate::ledger::tail::{self, PrefixUpdate};
+use crate::ledger::tail;
 use crate::series::Part;
 use crate::store::counts::IngestCounts;
 use crate::store::seen::LineHash;
@@ -180,7 +181,7 @@ fn read_file(
         let mut failure = None;
         let read = tail.next_chunk(buf, |lines, prefix| {
             let count = |(hash, decoded)| count_line(store, batch, hash, decoded);
-            failure = decode_and_count(lines, prefix, count).err();
+            failure = parallel::decode_and_count(lines, prefix, count).err();
         });
         if let Some(e) = failure {
             return Err(e);
@@ -208,42 +209,6 @@ fn read_file(
             store.commit(std::mem::take(batch))?;
         }
     }
-}
-
-/// Below this many lines a chunk is decoded on the calling thread: a thread costs more.
-const PARALLEL_MIN_LINES: usize = 512;
-
-/// Hashes, decodes and counts `lines` in line order, so that what is counted, and in which
-/// order, is the same as on one thread; and applies `prefix`, the file fingerprint's update over
-/// them. A large chunk's second half is decoded, and the fingerprint updated, on a second core
-/// while this thread decodes the first half and counts each line as it goes, while it is still
-/// in cache (BENCHMARKS.md, "Where the time goes"; splits other than half were slower). Stops at
-/// the first error `count` returns.
-fn decode_and_count<'a, E>(
-    lines: &[&'a [u8]],
-    prefix: PrefixUpdate<'_>,
-    mut count: impl FnMut((LineHash, Decoded<'a>)) -> Result<(), E>,
-) -> Result<(), E> {
-    let decode_one = |line: &&'a [u8]| (LineHash::of(line), decode(line));
-    if lines.len() < PARALLEL_MIN_LINES {
-        prefix.apply();
-        return lines.iter().map(decode_one).try_for_each(&mut count);
-    }
-    let (first, second) = lines.split_at(lines.len() / 2);
-    let decode_all = |lines: &[&'a [u8]]| lines.iter().map(decode_one).collect::<Vec<_>>();
-    std::thread::scope(|scope| {
-        let helper = scope.spawn(|| {
-            let decoded = decode_all(second);
-            prefix.apply();
-            decoded
-        });
-        first.iter().map(decode_one).try_for_each(&mut count)?;
-        // The decoder does not panic on any input (it is fuzzed: fuzz/); should it ever,
-        // decode that half here rather than lose or skip lines (the fingerprint's update, if
-        // the panic came before it, is applied as the helper unwinds).
-        let decoded = helper.join().unwrap_or_else(|_| decode_all(second));
-        decoded.into_iter().try_for_each(&mut count)
-    })
 }
 
 /// Dedupes and counts one hashed, decoded line.

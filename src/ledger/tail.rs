@@ -221,7 +221,7 @@ pub struct PrefixUpdate<'a> {
 }
 
 impl<'a> PrefixUpdate<'a> {
-    fn new(prefix: &'a mut Xxh3, head: &'a [u8], rest: &'a [u8]) -> PrefixUpdate<'a> {
+    pub(crate) fn new(prefix: &'a mut Xxh3, head: &'a [u8], rest: &'a [u8]) -> PrefixUpdate<'a> {
         PrefixUpdate {
             prefix: Some(prefix),
             head,
