@@ -2,9 +2,10 @@
 //!
 //! Only `ts, model, source, prompt, completion, reasoning, cache_hit, cache_miss, total, requests,
 //! turn`, the five fields of the price quote (`cost_amount, cost_currency, cost_complete,
-//! billing_mode, incomplete_reason`; see `quote.rs`) and the presence of `compaction` are looked at. Every other key is skipped by serde's
-//! `IgnoredAny` without its value ever being copied, so nothing a future Reasonix writes (or a
-//! prompt that leaked into a field) can reach the store, a label or a log line.
+//! billing_mode, incomplete_reason`; see `quote.rs`) and the presence of `compaction` are looked
+//! at. Every other key is skipped by serde's `IgnoredAny` without its value ever being copied, so
+//! nothing a future Reasonix writes (or a prompt that leaked into a field) can reach the store, a
+//! label or a log line.
 //!
 //! The decoder follows Go's `encoding/json`, which is what Reasonix reads its own ledger with:
 //! invalid UTF-8 becomes U+FFFD byte by byte, a repeated key's last value wins, `null` is the same
