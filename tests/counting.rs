@@ -525,3 +525,95 @@ fn duplicates_across_both_halves_of_a_large_chunk_count_once() {
     fx.ingest();
     expect_model(&fx, &model);
 }
+
+/// Contract §8: `currency`, `billing_mode` and `reason` follow the label rules, and past 32
+/// distinct values of one of them further values are `other`, also across a restart (the cap
+/// starts from the values the store has).
+#[test]
+fn cost_attribute_values_past_thirty_two_become_other() {
+    let fx = Fixture::new();
+    let currency = |i: u8| format!("C{}{}", (b'A' + i / 26) as char, (b'A' + i % 26) as char);
+    // Row 0's billing mode and reason hold a control character: `invalid`, one of the 32.
+    let mode = |i: u8| {
+        if i == 0 {
+            r"\u0007".to_string()
+        } else {
+            format!("m{i}")
+        }
+    };
+    let reason = |i: u8| {
+        if i == 0 {
+            r"\u0007".to_string()
+        } else {
+            format!("r{i}")
+        }
+    };
+    let rows = |from: u8, to: u8| -> Vec<String> {
+        (from..to)
+            .flat_map(|i| {
+                let priced = format!(
+                    r#"{{"ts":"2026-08-07T00:00:{:02}Z","model":"x/y","source":"cli","total":1,"requests":1,"cost_amount":"1","cost_currency":"{}","cost_complete":true,"billing_mode":"{}"}}"#,
+                    i % 60,
+                    currency(i),
+                    mode(i)
+                );
+                let unpriced = format!(
+                    r#"{{"ts":"2026-08-07T00:01:{:02}Z","model":"x/y","source":"cli","total":1,"requests":1,"cost_complete":false,"incomplete_reason":"{}"}}"#,
+                    i % 60,
+                    reason(i)
+                );
+                [priced, unpriced]
+            })
+            .collect()
+    };
+    let append = |from, to| {
+        let lines = rows(from, to);
+        fx.append_lines(
+            "2026-08-07.jsonl",
+            &lines.iter().map(String::as_str).collect::<Vec<_>>(),
+        );
+        fx.ingest();
+    };
+    append(0, 20);
+    append(20, 40);
+
+    let status = fx.status();
+    let got_cost: std::collections::BTreeMap<(String, String), String> = status["cost"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let text = |k: &str| c[k].as_str().unwrap().to_string();
+            ((text("currency"), text("billing_mode")), text("amount"))
+        })
+        .collect();
+    let mut want_cost = std::collections::BTreeMap::new();
+    for i in 0..32u8 {
+        let mode = if i == 0 {
+            "invalid".to_string()
+        } else {
+            format!("m{i}")
+        };
+        want_cost.insert((currency(i), mode), "1".to_string());
+    }
+    want_cost.insert(("other".into(), "other".into()), "8".into());
+    assert_eq!(got_cost, want_cost);
+
+    let got_unpriced: std::collections::BTreeMap<String, u64> = status["unpriced"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| {
+            (
+                u["reason"].as_str().unwrap().to_string(),
+                u["requests"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let mut want_unpriced: std::collections::BTreeMap<String, u64> =
+        (1..32u8).map(|i| (format!("r{i}"), 1)).collect();
+    want_unpriced.insert("invalid".into(), 1);
+    want_unpriced.insert("other".into(), 8);
+    assert_eq!(got_unpriced, want_unpriced);
+    assert_eq!(sum(&status, "requests"), 80, "no token or request hidden");
+}
