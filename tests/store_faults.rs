@@ -5,10 +5,10 @@
 
 mod common;
 
-use common::Fixture;
 use common::generator::Generator;
 use common::model::Model;
 use common::receiver::Receiver;
+use common::{Fixture, copy_tree};
 
 /// Appends `lines` generated lines to `day`'s file, and to the model.
 fn add_day(fx: &Fixture, model: &mut Model, generator: &mut Generator, day: &str, lines: usize) {
@@ -58,26 +58,13 @@ fn corrupted_store_is_refused_with_its_path_and_the_fix_then_reset_rebuilds_it_e
     );
 }
 
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
-
 /// Three days exported one by one; returns the state dir as it was after the first export.
 fn three_exports(fx: &Fixture, receiver: &Receiver, model: &mut Model, seed: u64) -> std::path::PathBuf {
     let mut generator = Generator::new(seed);
     add_day(fx, model, &mut generator, "2026-08-01", 200);
     common::assert_success(&fx.export_to(receiver));
     let backup = fx.root.path().join("state-backup");
-    copy_dir(&fx.state, &backup);
+    copy_tree(&fx.state, &backup);
     std::fs::remove_file(backup.join("lock")).ok();
     for (day, lines) in [("2026-08-02", 100), ("2026-08-03", 70)] {
         add_day(fx, model, &mut generator, day, lines);
@@ -118,7 +105,7 @@ fn a_store_behind_what_was_exported_catches_up_before_it_exports() {
         52,
         |fx, backup| {
             std::fs::remove_dir_all(fx.state.join("store")).unwrap();
-            copy_dir(&backup.join("store"), &fx.state.join("store"));
+            copy_tree(&backup.join("store"), &fx.state.join("store"));
         },
         true,
     );
@@ -130,7 +117,7 @@ fn a_state_dir_put_back_from_a_backup_catches_up_before_it_exports() {
         55,
         |fx, backup| {
             std::fs::remove_dir_all(&fx.state).unwrap();
-            copy_dir(backup, &fx.state);
+            copy_tree(backup, &fx.state);
         },
         true,
     );
@@ -162,7 +149,7 @@ fn points_the_ledger_cannot_bring_back_are_held_and_said_so() {
     let lost = fx.root.path().join("lost-day");
     std::fs::rename(fx.path("2026-08-03.jsonl"), &lost).unwrap();
     std::fs::remove_dir_all(fx.state.join("store")).unwrap();
-    copy_dir(&backup.join("store"), &fx.state.join("store"));
+    copy_tree(&backup.join("store"), &fx.state.join("store"));
 
     let out = fx.export_to(&receiver);
     common::assert_success(&out);
