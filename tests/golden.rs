@@ -98,6 +98,19 @@ fn a_store_from_before_cost_is_upgraded_and_gains_the_cost_of_its_lines_once() {
     let table = |state: &Path| String::from_utf8(run(&stats, state, &["status"]).stdout).unwrap();
     let pending = "the cost of the lines counted before the upgrade is still to be read from 2 ledger files";
     assert!(table(&state).contains(pending), "{}", table(&state));
+    let doctor = std::process::Command::new(BIN)
+        .env_clear()
+        .args([
+            "--stats-dir".as_ref(),
+            stats.as_os_str(),
+            "--state-dir".as_ref(),
+            state.as_os_str(),
+        ])
+        .args(["doctor", "--otlp", "off", "--prometheus", "off"])
+        .output()
+        .unwrap();
+    let doctor = String::from_utf8_lossy(&doctor.stdout);
+    assert!(doctor.contains(pending), "doctor says so too: {doctor}");
 
     for pass in 1..=2 {
         run(&stats, &state, &["once", "--otlp", "off"]);

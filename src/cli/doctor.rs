@@ -234,10 +234,8 @@ fn report_pricing(store: &Store, report: &mut Report) {
     let doc = StatusJson::of(store.lifetime(), store.counts());
     let mut text = pricing_text(&doc);
     if !store.cost_pass().is_empty() {
-        text.push_str(&format!(
-            " (the cost of lines counted before the upgrade is still being read from {} files; it is added by the next run or once)",
-            store.cost_pass().len()
-        ));
+        let left = super::status::cost_pass_left(store.cost_pass().len());
+        text.push_str(&format!("; {left}"));
     }
     report.ok("cost", text);
 }

@@ -10,12 +10,11 @@ use crate::store::{Store, StoreError};
 /// The top-level entry point for `reasonix-exporter status`.
 pub fn status(settings: &Settings, json: bool) -> anyhow::Result<()> {
     let state_dir = &settings.state_dir.value;
-    let mut pass_left = 0;
-    let doc = match Store::open_briefly(state_dir) {
-        Ok(store) => {
-            pass_left = store.cost_pass().len();
-            StatusJson::of(store.lifetime(), store.counts())
-        }
+    let (doc, pass_left) = match Store::open_briefly(state_dir) {
+        Ok(store) => (
+            StatusJson::of(store.lifetime(), store.counts()),
+            store.cost_pass().len(),
+        ),
         Err(StoreError::Locked { owner, .. }) => {
             let path = snapshot::path_in(state_dir);
             let text = std::fs::read_to_string(&path).with_context(|| {
@@ -34,7 +33,7 @@ pub fn status(settings: &Settings, json: bool) -> anyhow::Result<()> {
                 "read from the running exporter's last commit{}",
                 owner.map(|p| format!(" (pid {p})")).unwrap_or_default()
             );
-            doc
+            (doc, 0)
         }
         Err(e) => return Err(e.into()),
     };
@@ -49,9 +48,8 @@ pub fn status(settings: &Settings, json: bool) -> anyhow::Result<()> {
     } else {
         let mut table = render_table(&doc);
         if pass_left > 0 {
-            table.push_str(&format!(
-                "\nthe cost of the lines counted before the upgrade is still to be read from {pass_left} ledger files: the next `once` or `run` adds it"
-            ));
+            table.push('\n');
+            table.push_str(&cost_pass_left(pass_left));
         }
         table
     };
@@ -157,6 +155,13 @@ fn render_cost(doc: &StatusJson) -> String {
         out.push_str(&format!("\nrequests unpriced: {}\n", listed.join(", ")));
     }
     out
+}
+
+/// What an upgraded store's cost pass has still to do (`status` and `doctor`).
+pub fn cost_pass_left(files: usize) -> String {
+    format!(
+        "the cost of the lines counted before the upgrade is still to be read from {files} ledger files: the next `once` or `run` adds it"
+    )
 }
 
 /// `1234567` → `1,234,567`.
