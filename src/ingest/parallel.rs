@@ -99,6 +99,9 @@ struct HandOver<'a> {
 
 struct State<'a> {
     decoded: Vec<Option<Vec<Hashed<'a>>>>,
+    /// The calling thread waits for a piece: a publication wakes it (and otherwise costs no
+    /// system call).
+    waiting: bool,
     /// The helper has stopped: it will publish nothing more.
     helper_gone: bool,
 }
@@ -110,6 +113,7 @@ impl<'a> HandOver<'a> {
             pieces,
             state: Mutex::new(State {
                 decoded: (0..pieces).map(|_| None).collect(),
+                waiting: false,
                 helper_gone: false,
             }),
             published: Condvar::new(),
@@ -123,8 +127,11 @@ impl<'a> HandOver<'a> {
     }
 
     fn publish(&self, i: usize, decoded: Vec<Hashed<'a>>) {
-        self.lock().decoded[i] = Some(decoded);
-        self.published.notify_one();
+        let mut state = self.lock();
+        state.decoded[i] = Some(decoded);
+        if state.waiting {
+            self.published.notify_one();
+        }
     }
 
     fn take(&self, i: usize) -> Option<Vec<Hashed<'a>>> {
@@ -142,10 +149,12 @@ impl<'a> HandOver<'a> {
             if state.helper_gone {
                 return None;
             }
+            state.waiting = true;
             state = self
                 .published
                 .wait(state)
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
+            state.waiting = false;
         }
     }
 
