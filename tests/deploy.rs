@@ -407,29 +407,63 @@ fn dashboard_queries_follow_the_counter_rules() {
     assert!(all.len() >= 30, "{} queries", all.len());
     for q in &all {
         let ranges = counter_ranges(&q.expr);
-        // Each counter is read through exactly one rate/increase, or (Lifetime panels alone)
-        // its value, the newest in the range.
-        assert_eq!(
-            q.expr.matches("_total{").count(),
-            ranges.len(),
-            "{}: a counter outside rate/increase: {}",
-            q.panel,
-            q.expr
-        );
-        for range in ranges {
-            // Summed hourly buckets must not overlap: the daily table alone uses $__interval.
-            let allowed = range == "$__rate_interval"
-                || range == "$__range"
-                || (range == "$__interval" && q.panel.starts_with("Daily totals"));
-            assert!(allowed, "{}: range [{range}] in {}", q.panel, q.expr);
+        // Each counter is read in one of three ways: its newest value (Lifetime panels), its
+        // growth over the window (last in the window, less the last at or before its start or
+        // else the first in it: docs/counting-rules.md, "Any window"), or a rate in a panel
+        // whose title says per second or per hour.
+        let reads = q.expr.matches("_total{").count();
+        let lifetime = q.panel.starts_with("Lifetime ");
+        let rate = q.expr.contains("rate(");
+        if rate {
+            let says = ["per second", "per hour", "ratio"];
+            assert!(
+                says.iter().any(|w| q.panel.contains(w)),
+                "{}: a rate not titled as one",
+                q.panel
+            );
         }
-        assert_eq!(
-            q.expr.contains("last_over_time("),
-            q.panel.starts_with("Lifetime "),
-            "{}: counter values belong in Lifetime panels alone: {}",
-            q.panel,
-            q.expr
-        );
+        let daily = q.panel.starts_with("Daily totals");
+        let window = if daily { "$__interval" } else { "$__range" };
+        if lifetime {
+            assert_eq!(
+                ranges,
+                vec!["$__range".to_string(); reads],
+                "{}: {}",
+                q.panel,
+                q.expr
+            );
+            assert!(!q.expr.contains("min_over_time("), "{}: {}", q.panel, q.expr);
+        } else if rate {
+            assert_eq!(
+                ranges,
+                vec!["$__rate_interval".to_string(); reads],
+                "{}: {}",
+                q.panel,
+                q.expr
+            );
+        } else if q.expr.contains("reasonix_exporter_") && !q.expr.contains("_total{") {
+            assert!(ranges.is_empty(), "{}: {}", q.panel, q.expr);
+        } else {
+            assert_eq!(
+                reads % 3,
+                0,
+                "{}: a counter outside a growth: {}",
+                q.panel,
+                q.expr
+            );
+            assert_eq!(q.expr.matches("min_over_time(").count(), reads / 3, "{}", q.expr);
+            assert!(
+                !q.expr.contains("increase(") && !q.expr.contains("rate("),
+                "{}: {}",
+                q.panel,
+                q.expr
+            );
+            for (i, range) in ranges.iter().enumerate() {
+                // Per growth: the newest in the window, the newest within a day before it.
+                let want = if i % 2 == 0 { window } else { "1d" };
+                assert_eq!(range, want, "{}: {}", q.panel, q.expr);
+            }
+        }
         // Different quantities are never added (`prompt` includes the cache split, `completion`
         // the reasoning).
         for (at, _) in q.expr.match_indices(" + ") {

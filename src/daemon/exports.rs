@@ -57,6 +57,10 @@ impl Daemon {
                 }
                 self.export_health.accepted(report.accepted.warning());
                 self.backoff.reset();
+                if report.births > 0 {
+                    // The new series' zeros are in: their values go at once, not an interval later.
+                    self.retry_at = Some(tokio::time::Instant::now());
+                }
             }
             Err(ExportError::Store(e)) => return self.pause(e),
             Err(e) => {

@@ -16,6 +16,7 @@ mod store_fault;
 #[cfg(test)]
 mod tests;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -34,6 +35,7 @@ use crate::settings::Settings;
 use crate::snapshot::{self, StatusJson};
 use crate::store::Store;
 use crate::store::counts::IngestCounts;
+use crate::store::stream::SeriesId;
 use backoff::Backoff;
 use exports::{join, sleep_until};
 use signals::StopSignals;
@@ -118,6 +120,8 @@ struct Daemon {
     held: usize,
     /// The counts as of the last `status.json` written.
     snapshot_counts: Option<IngestCounts>,
+    /// How many series the store had when their births were last noted, and the births then.
+    births_noted: (usize, Arc<BTreeMap<SeriesId, u64>>),
     /// The address `/metrics` is served on, as bound.
     serving: Option<String>,
     last_poll: PollReport,
@@ -152,6 +156,7 @@ impl Daemon {
             export_health: ExportHealth::default(),
             held: 0,
             snapshot_counts: None,
+            births_noted: (0, Arc::default()),
             serving,
             last_poll: PollReport::default(),
             stopping,
@@ -199,9 +204,22 @@ impl Daemon {
     /// Hands `/metrics` and `status` the store's committed state.
     fn publish(&mut self) {
         let health = self.health();
-        let Some(store) = self.store.as_ref() else {
+        let Some(store) = self.store.as_mut() else {
             return;
         };
+        // Series never go away, so a count that changed is the one sign of new ones.
+        let series = store.lifetime().len();
+        if series != self.births_noted.0 {
+            match store.record_births(crate::export::otlp::now_ns()) {
+                Ok(()) => {
+                    let born = store.stream().births.iter().filter(|(_, ns)| **ns > 0);
+                    self.births_noted = (series, Arc::new(born.map(|(k, v)| (k.clone(), *v)).collect()));
+                }
+                // Tried again at the next publication; until then a new series has no `_created`.
+                Err(e) => tracing::warn!("cannot note new series in the state dir: {e}"),
+            }
+        }
+        let store = &*store;
         let counts = *store.counts();
         if self.snapshot_counts != Some(counts) {
             let doc = StatusJson {
@@ -215,7 +233,7 @@ impl Daemon {
         }
         self.snapshots.send_replace(Arc::new(Snapshot {
             lifetime: store.lifetime().clone(),
-            created: Some(store.stream_start()),
+            births: self.births_noted.1.clone(),
             health,
         }));
     }

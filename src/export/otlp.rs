@@ -7,6 +7,12 @@
 //! per label set sees one counter that never goes down. Before each send the stream record is
 //! made durable with the values about to go out; a point below what was once sent is held.
 //!
+//! A series new to the backend after the stream's first export (a new model, the first turn of a
+//! source, a first quote in a currency) is born with a zero: an export of its own, a millisecond
+//! or more before the values, carries 0 for each new point, and the values follow only once the
+//! collector has taken it (docs/counting-rules.md, "Births"). The stream's first export has none:
+//! what it carries is history, the counters' first values.
+//!
 //! Delta (opt-in): each export carries what was committed since the last export that was not
 //! refused. Its outcome decides: confirmed, or unknown (a timeout, a connection closed after the
 //! body left), it counts as delivered — delta may under-count, never over-count; refused, or
@@ -51,6 +57,8 @@ pub struct ExportReport {
     pub requests: usize,
     /// What the collector said of the points it took: some may have been rejected.
     pub accepted: Accepted,
+    /// Zero points of a birth export: the values follow in an export right after it.
+    pub births: usize,
 }
 
 /// The largest request sent, before a collector says it is too large: well under gRPC's
@@ -67,6 +75,8 @@ pub struct Outgoing {
     report: ExportReport,
     /// The lifetime sums the requests were built from.
     lifetime: Sums,
+    /// A birth export's points (sent as zeros).
+    births: Option<Sums>,
 }
 
 /// How the requests of an export fared: they are sent in order, and the first that fails ends
@@ -123,6 +133,8 @@ pub struct OtlpExporter {
     resource: Resource,
     /// The size requests are cut to; halved when the collector refuses one as too large.
     max_request_bytes: usize,
+    /// Points whose birth the collector took and whose values have not been prepared yet.
+    born: Sums,
 }
 
 impl OtlpExporter {
@@ -143,6 +155,7 @@ impl OtlpExporter {
             transport,
             resource: super::resource::resource(instance),
             max_request_bytes: MAX_REQUEST_BYTES,
+            born: Sums::default(),
         })
     }
 
@@ -174,6 +187,7 @@ impl OtlpExporter {
                     error: SendError::Refused { too_large: true, .. },
                     ..
                 }) if self.max_request_bytes < limit => continue,
+                Ok(report) if report.births > 0 => continue,
                 done => return done,
             }
         }
@@ -201,18 +215,30 @@ impl OtlpExporter {
                 stream.last_time_ns.max(stream.start_ns),
             ),
         };
+        // Points new to the backend since the stream's first export, whose zero it lacks.
+        let births = match self.temporality {
+            Temporality::Cumulative if stream.last_time_ns != 0 => {
+                values.unsent(&stream.marks).unsent(&self.born)
+            }
+            _ => Sums::default(),
+        };
+        let born = !births.is_empty();
+        if !born {
+            self.born = Sums::default();
+        }
         let contents = Contents {
-            values: &values,
+            values: if born { &births } else { &values },
             temporality: self.temporality,
             interval: Interval { start_ns, end_ns },
             health,
             stream,
+            births: born,
         };
         let Some((parts, built)) = payload::parts(&self.resource, &contents, self.max_request_bytes) else {
             return Ok(None);
         };
         let marked = payload::marked(&contents);
-        if self.temporality == Temporality::Delta {
+        if self.temporality == Temporality::Delta && !born {
             store.begin_export(PendingExport {
                 delivered_after: lifetime.clone(),
             })?;
@@ -226,8 +252,10 @@ impl OtlpExporter {
                 held: built.held,
                 requests,
                 accepted: Accepted::default(),
+                births: if born { built.points } else { 0 },
             },
             lifetime,
+            births: born.then_some(births),
         }))
     }
 
@@ -238,6 +266,19 @@ impl OtlpExporter {
         outgoing: Outgoing,
         sent: Sent,
     ) -> Result<ExportReport, ExportError> {
+        if let Some(births) = &outgoing.births {
+            // Nothing of the store changes: only a birth the collector took lets values follow.
+            return match sent.result {
+                Ok(accepted) => {
+                    self.born.raise_to(births);
+                    Ok(ExportReport {
+                        accepted,
+                        ..outgoing.report
+                    })
+                }
+                Err(error) => Err(self.send_error(error)),
+            };
+        }
         let taken = outgoing
             .lifetime
             .only(&outgoing.accepted_series(sent.accepted).collect());
@@ -292,7 +333,8 @@ impl OtlpExporter {
     }
 }
 
-fn now_ns() -> u64 {
+/// The wall clock in Unix nanoseconds (0 before 1970).
+pub fn now_ns() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)

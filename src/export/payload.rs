@@ -59,6 +59,9 @@ pub struct Contents<'a> {
     /// The stream: its start for the health counters and, with cumulative temporality, the marks
     /// below which a point is held.
     pub stream: &'a StreamRecord,
+    /// A birth export: every point of `values` is sent as 0 (and nothing else), so that the
+    /// backend holds a zero before a new series' first value (docs/counting-rules.md, "Births").
+    pub births: bool,
 }
 
 /// One request of an export, and the series whose points it carries.
@@ -154,7 +157,7 @@ fn build(resource: &Resource, contents: &Contents<'_>, values: &Sums, with_healt
         start_ns: contents.stream.start_ns,
         end_ns: contents.interval.end_ns,
     };
-    if with_health {
+    if with_health && !contents.births {
         metrics.extend(self_metrics(contents.health, own, &contents.stream.own));
     }
     let request = ExportMetricsServiceRequest {
@@ -196,8 +199,13 @@ fn data_points<K: SeriesKey, V>(
         if exact == 0 {
             continue;
         }
+        let sent = match sent {
+            _ if !contents.births => sent,
+            AsInt(_) => AsInt(0),
+            AsDouble(_) => AsDouble(0.0),
+        };
         let mark = marks.get(key).map_or(0, |m| value(m).0);
-        if cumulative && exact < mark {
+        if cumulative && exact < mark && !contents.births {
             held += 1;
             continue;
         }
@@ -231,10 +239,14 @@ fn sum_metric(names: MetricNames, data_points: Vec<NumberDataPoint>, temporality
 }
 
 /// The stream after `contents` went out: every mark raised to what was offered (a held point's
-/// mark is already higher), the newest time moved to this export's.
+/// mark is already higher), the newest time moved to this export's. A birth export moves only
+/// the time: its zeros raise no mark.
 pub fn marked(contents: &Contents<'_>) -> StreamRecord {
     let mut stream = contents.stream.clone();
     stream.last_time_ns = contents.interval.end_ns;
+    if contents.births {
+        return stream;
+    }
     if contents.temporality == Temporality::Cumulative {
         stream.marks.raise_to(contents.values);
     }

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use axum::extract::State;
 use axum::http::{HeaderMap, header};
@@ -20,14 +20,18 @@ use tokio::sync::{Semaphore, watch};
 
 use super::self_metrics::{Kind, SelfStats};
 use crate::series::cost::{COST, MetricNames, SeriesKey, UNPRICED};
-use crate::series::{Quantity, Sums};
+use crate::series::{Family, Quantity, Sums};
+use crate::store::stream::SeriesId;
 
 /// What a scrape shows: published by the daemon after every commit.
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
     pub lifetime: Sums,
-    /// When the store's stream started: the start of every lifetime counter.
-    pub created: Option<SystemTime>,
+    /// When each series born after the store's first publication was born (Unix ns): its
+    /// `_created`, from which a scraper that ingests it counts the series' first value. A series
+    /// the store had at its first publication (its history) has none: its first value is not
+    /// growth (docs/counting-rules.md, "Births").
+    pub births: Arc<BTreeMap<SeriesId, u64>>,
     pub health: SelfStats,
 }
 
@@ -131,27 +135,27 @@ async fn metrics(
 /// The exposition text for `snapshot`.
 pub fn encode(snapshot: &Snapshot, openmetrics: bool) -> String {
     let mut out = String::with_capacity(4096 + snapshot.lifetime.len() * 8 * 120);
-    let created = snapshot
-        .created
-        .and_then(|c| c.duration_since(SystemTime::UNIX_EPOCH).ok())
-        .map(|d| d.as_secs_f64())
-        .filter(|_| openmetrics);
+    let births = openmetrics.then_some(&*snapshot.births);
     let sums = &snapshot.lifetime;
     for quantity in Quantity::ALL {
         // Every quantity of a known series, zeros too: a counter Prometheus first sees above
         // zero loses that first increment to `increase()`.
         let names = quantity.names();
-        counter(&mut out, names, openmetrics, created, &sums.tokens, |t| {
+        counter(&mut out, names, (Family::Tokens, births), &sums.tokens, |t| {
             t.get(quantity).to_string()
         });
     }
     // The spend as the exact decimal, never a float.
-    counter(&mut out, COST, openmetrics, created, &sums.cost, |a| {
+    counter(&mut out, COST, (Family::Cost, births), &sums.cost, |a| {
         a.to_string()
     });
-    counter(&mut out, UNPRICED, openmetrics, created, &sums.unpriced, |n| {
-        n.to_string()
-    });
+    counter(
+        &mut out,
+        UNPRICED,
+        (Family::Unpriced, births),
+        &sums.unpriced,
+        |n| n.to_string(),
+    );
     for metric in snapshot.health.metrics() {
         let (name, kind) = match metric.kind {
             Kind::Counter | Kind::ProcessCounter => (format!("{}_total", metric.prom_name), "counter"),
@@ -174,29 +178,32 @@ pub fn encode(snapshot: &Snapshot, openmetrics: bool) -> String {
     out
 }
 
-/// One counter family: its header, then a sample per series (and its `_created` in
-/// OpenMetrics).
+/// One counter family: its header, then a sample per series (and, in OpenMetrics, its birth as
+/// `_created` when it has one: `births` is `None` for the classic format).
 fn counter<K: SeriesKey, V>(
     out: &mut String,
     names: MetricNames,
-    openmetrics: bool,
-    created: Option<f64>,
+    (family, births): (Family, Option<&BTreeMap<SeriesId, u64>>),
     series: &BTreeMap<K, V>,
     value: impl Fn(&V) -> String,
 ) {
+    let openmetrics = births.is_some();
     let total_name = names.prom_name;
-    let family = total_name.trim_end_matches("_total");
+    let name = total_name.trim_end_matches("_total");
     header_lines(
         out,
-        if openmetrics { family } else { total_name },
+        if openmetrics { name } else { total_name },
         names.description,
         "counter",
     );
     for (key, sum) in series {
         let labels = labels(&key.pairs());
         let _ = writeln!(out, "{total_name}{labels} {}", value(sum));
-        if let Some(created) = created {
-            let _ = writeln!(out, "{family}_created{labels} {created}");
+        let born = births.and_then(|b| b.get(&(family, key.encode())));
+        if let Some(ns) = born {
+            // Seconds to the millisecond, written exactly (a float of nanoseconds would not be).
+            let ms = ns / 1_000_000;
+            let _ = writeln!(out, "{name}_created{labels} {}.{:03}", ms / 1000, ms % 1000);
         }
     }
 }
@@ -243,12 +250,13 @@ mod tests {
             provider: "deepseek".into(),
             source: "cli".into(),
         };
+        let born = (Family::Tokens, attrs.encode());
         Snapshot {
             lifetime: Sums {
                 tokens: BTreeMap::from([(attrs, totals)]),
                 ..Sums::default()
             },
-            created: Some(SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(1_764_500_000_250)),
+            births: Arc::new(BTreeMap::from([(born, 1_764_500_000_250_000_000)])),
             health: SelfStats::default(),
         }
     }
@@ -303,11 +311,19 @@ mod tests {
     }
 
     #[test]
-    fn openmetrics_has_created_and_eof() {
+    fn openmetrics_has_a_born_series_created_and_eof() {
         let text = encode(&snapshot(), true);
         assert!(text.contains("# TYPE reasonix_prompt_tokens counter\n"), "{text}");
         assert!(text.contains("reasonix_prompt_tokens_created{"), "{text}");
-        assert!(text.contains("} 1764500000.25\n"), "{text}");
+        assert!(text.contains("} 1764500000.250\n"), "{text}");
         assert!(text.ends_with("# EOF\n"));
+    }
+
+    #[test]
+    fn a_series_of_the_history_has_no_created() {
+        let mut snapshot = snapshot();
+        snapshot.births = Arc::default();
+        let text = encode(&snapshot, true);
+        assert!(!text.contains("_created"), "{text}");
     }
 }

@@ -17,6 +17,10 @@ pub trait Counter: Copy + Default + PartialEq {
     /// The larger, per quantity.
     fn larger(self, other: Self) -> Self;
     fn is_zero(&self) -> bool;
+    /// What of `self` has never been above zero in `mark`, per quantity.
+    fn unsent(self, mark: Self) -> Self {
+        if mark.is_zero() { self } else { Self::default() }
+    }
     fn encode_into(&self, out: &mut Vec<u8>);
     fn decode(bytes: &[u8]) -> Option<Self>;
 }
@@ -32,6 +36,9 @@ impl Counter for Totals {
     }
     fn larger(self, other: Self) -> Self {
         self.max(&other)
+    }
+    fn unsent(self, mark: Self) -> Self {
+        self.where_zero_in(&mark)
     }
     fn is_zero(&self) -> bool {
         Totals::is_zero(self)
@@ -89,7 +96,7 @@ impl Counter for u64 {
 }
 
 /// Which of the three families a stored entry belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Family {
     Tokens,
     Cost,
@@ -138,6 +145,12 @@ impl Sums {
     /// `self - other` per series, only where something remains.
     pub fn minus(&self, other: &Sums) -> Sums {
         per_family!(minus(self, other))
+    }
+
+    /// The points of `self` (a series' quantity with a value) that are zero or absent in
+    /// `marks`: the backend series that `marks` has never seen.
+    pub fn unsent(&self, marks: &Sums) -> Sums {
+        per_family!(unsent(self, marks))
     }
 
     /// Raises every value to `other`'s where that is higher.
@@ -281,6 +294,14 @@ fn minus<K: SeriesKey, V: Counter>(a: &BTreeMap<K, V>, b: &BTreeMap<K, V>) -> BT
         .map(|(key, value)| (key, value.less(b.get(key).copied().unwrap_or_default())))
         .filter(|(_, rest)| !rest.is_zero())
         .map(|(key, rest)| (key.clone(), rest))
+        .collect()
+}
+
+fn unsent<K: SeriesKey, V: Counter>(a: &BTreeMap<K, V>, marks: &BTreeMap<K, V>) -> BTreeMap<K, V> {
+    a.iter()
+        .map(|(key, value)| (key, value.unsent(marks.get(key).copied().unwrap_or_default())))
+        .filter(|(_, new)| !new.is_zero())
+        .map(|(key, new)| (key.clone(), new))
         .collect()
 }
 

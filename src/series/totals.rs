@@ -163,6 +163,17 @@ impl Totals {
         out
     }
 
+    /// `self`'s quantities that are zero in `other`, the rest zero.
+    pub fn where_zero_in(&self, other: &Totals) -> Totals {
+        let mut out = *self;
+        for (a, b) in out.0.iter_mut().zip(other.0) {
+            if b != 0 {
+                *a = 0;
+            }
+        }
+        out
+    }
+
     /// The larger of `self` and `other`, per quantity.
     pub fn max(&self, other: &Totals) -> Totals {
         let mut out = *self;

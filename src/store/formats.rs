@@ -251,8 +251,18 @@ fn stream() -> StreamRecord {
 fn stream_record() {
     let mut record = stream();
     record.marks = sums();
+    let version_2 = record.clone();
+    record.births.insert((Family::Tokens, attrs().encode()), 0);
+    record
+        .births
+        .insert((Family::Cost, cost_key().encode()), 1_764_500_090_000_000_000);
     let bytes = golden("stream-record", &record.encode());
     assert_eq!(StreamRecord::decode(&bytes), Some(record));
+    assert_eq!(
+        StreamRecord::decode(&fixture("stream-record-version-2")),
+        Some(version_2),
+        "version 2, before births"
+    );
     let mut before = stream();
     before.marks.tokens.insert(attrs(), totals());
     assert_eq!(

@@ -109,6 +109,16 @@ impl Store {
         Ok(())
     }
 
+    /// Durably notes the series of the lifetime totals never published before: history on the
+    /// store's first publication, born now afterwards (docs/counting-rules.md, "Births").
+    pub fn record_births(&mut self, now_ns: u64) -> Result<(), StoreError> {
+        let mut stream = self.stream.clone();
+        if stream.note_births(&self.lifetime, now_ns) {
+            self.record_stream(stream)?;
+        }
+        Ok(())
+    }
+
     /// The collector confirmed a cumulative export of `lifetime`: that much is delivered, should
     /// the store ever export delta. Needs no flush of its own: lost, it is written again by the
     /// next export.

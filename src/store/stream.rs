@@ -12,6 +12,10 @@
 //! - each export's time is later than the last one's by at least a millisecond, whatever the
 //!   clock does, so that no two points of a series share a millisecond or arrive out of order.
 //!
+//! - when each series was born, for `/metrics`' `_created`: a series the store had when it first
+//!   published its totals is history (no birth: its first value is not growth), a later one is
+//!   born when it is first published (docs/counting-rules.md, "Births").
+//!
 //! It is written and `fsync`ed before the export it describes is sent: a mark may then be higher
 //! than what reached the backend (held a little longer), never lower.
 
@@ -21,12 +25,16 @@ use std::path::{Path, PathBuf};
 use xxhash_rust::xxh3::xxh3_64;
 
 use super::StoreError;
-use crate::series::Sums;
+use crate::series::{Family, Sums};
 
 const FILE: &str = "stream";
 const MAGIC: &[u8; 8] = b"rxstream";
-/// 2 marks the cost families too; 1 (before cost) is read as tokens only.
-const VERSION: u8 = 2;
+/// 3 adds the series' births; 2 marks the cost families too; 1 (before cost) is read as tokens
+/// only.
+const VERSION: u8 = 3;
+
+/// A series as stored: its family and its key's bytes.
+pub type SeriesId = (Family, Vec<u8>);
 
 /// The state of the store's cumulative stream, as last exported.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -39,6 +47,9 @@ pub struct StreamRecord {
     pub marks: Sums,
     /// The highest value sent of each of the exporter's own counters, by point name.
     pub own: BTreeMap<String, u64>,
+    /// Every series the store has published, and when it was born (Unix ns); 0 for history,
+    /// what the store had when it first published. Empty until then.
+    pub births: BTreeMap<SeriesId, u64>,
 }
 
 impl StreamRecord {
@@ -73,6 +84,13 @@ impl StreamRecord {
             out.extend_from_slice(name.as_bytes());
             out.extend_from_slice(&mark.to_le_bytes());
         }
+        out.extend_from_slice(&(self.births.len() as u32).to_le_bytes());
+        for ((family, key), born_ns) in &self.births {
+            out.push(family_code(*family));
+            out.extend_from_slice(&(key.len() as u32).to_le_bytes());
+            out.extend_from_slice(key);
+            out.extend_from_slice(&born_ns.to_le_bytes());
+        }
         let checksum = xxh3_64(&out);
         out.extend_from_slice(&checksum.to_le_bytes());
         out
@@ -91,7 +109,7 @@ impl StreamRecord {
         let start_ns = r.u64()?;
         let last_time_ns = r.u64()?;
         let (marks, rest) = match version {
-            VERSION => Sums::decode(r.0)?,
+            VERSION | 2 => Sums::decode(r.0)?,
             1 => Sums::decode_tokens(r.0)?,
             _ => return None,
         };
@@ -102,12 +120,50 @@ impl StreamRecord {
             let name = String::from_utf8(r.take(name_len)?.to_vec()).ok()?;
             own.insert(name, r.u64()?);
         }
+        let mut births = BTreeMap::new();
+        if version == VERSION {
+            for _ in 0..r.u32()? {
+                let family = family_of(r.take(1)?[0])?;
+                let key_len = r.u32()? as usize;
+                let key = r.take(key_len)?.to_vec();
+                births.insert((family, key), r.u64()?);
+            }
+        }
         r.0.is_empty().then_some(StreamRecord {
             start_ns,
             last_time_ns,
             marks,
             own,
+            births,
         })
+    }
+}
+
+fn family_code(family: Family) -> u8 {
+    match family {
+        Family::Tokens => 0,
+        Family::Cost => 1,
+        Family::Unpriced => 2,
+    }
+}
+
+fn family_of(code: u8) -> Option<Family> {
+    Family::ALL.into_iter().find(|f| family_code(*f) == code)
+}
+
+impl StreamRecord {
+    /// The series of `lifetime` that it has not published yet, born at `now_ns` (or history, on
+    /// the store's first publication); `false` when there are none.
+    pub fn note_births(&mut self, lifetime: &Sums, now_ns: u64) -> bool {
+        let born_ns = if self.births.is_empty() { 0 } else { now_ns.max(1) };
+        let mut changed = false;
+        for (family, key, _) in lifetime.encoded_entries() {
+            if let std::collections::btree_map::Entry::Vacant(e) = self.births.entry((family, key)) {
+                e.insert(born_ns);
+                changed = true;
+            }
+        }
+        changed
     }
 }
 
@@ -172,6 +228,27 @@ mod tests {
         record.marks.tokens.insert(AttrSet::folded(), marks);
         record.own.insert("reasonix_exporter.lines.read".into(), 77);
         record
+            .births
+            .insert((Family::Tokens, AttrSet::folded().encode()), 0);
+        record
+            .births
+            .insert((Family::Unpriced, vec![1, 2, 3]), 1_764_500_070_000_000_000);
+        record
+    }
+
+    #[test]
+    fn the_first_publication_is_history_and_later_series_are_born() {
+        let mut lifetime = Sums::default();
+        lifetime.tokens.insert(AttrSet::folded(), Totals::default());
+        let mut record = StreamRecord::starting(1);
+        assert!(record.note_births(&lifetime, 50));
+        assert_eq!(record.births.values().collect::<Vec<_>>(), [&0]);
+        assert!(!record.note_births(&lifetime, 60), "nothing new");
+        let mut other = AttrSet::folded();
+        other.model_ref = "m".into();
+        lifetime.tokens.insert(other.clone(), Totals::default());
+        assert!(record.note_births(&lifetime, 70));
+        assert_eq!(record.births[&(Family::Tokens, other.encode())], 70);
     }
 
     #[test]

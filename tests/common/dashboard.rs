@@ -9,6 +9,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use super::grafana::{self, Datasource, Request, TimeRange};
 use super::model::{Model, QUANTITIES};
 use super::prom_server::{Prometheus, encode};
 
@@ -22,6 +23,17 @@ pub struct Query {
 pub fn dashboard() -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/grafana/reasonix.json");
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).expect("the dashboard is JSON")
+}
+
+/// Every panel with each of its targets.
+pub fn targets(dash: &Value) -> Vec<(&Value, &Value)> {
+    let mut out = Vec::new();
+    for panel in dash["panels"].as_array().unwrap() {
+        for target in panel["targets"].as_array().into_iter().flatten() {
+            out.push((panel, target));
+        }
+    }
+    out
 }
 
 pub fn queries(dash: &Value) -> Vec<Query> {
@@ -38,21 +50,30 @@ pub fn queries(dash: &Value) -> Vec<Query> {
     out
 }
 
-/// A query as Grafana would send it: variables as "All", ranges as given.
-pub fn substitute(expr: &str, range_ms: u64) -> String {
-    expr.replace("$instance", ".*")
-        .replace("$provider", ".*")
-        .replace("$model_ref", ".*")
-        .replace("$source", ".*")
-        .replace("$currency", CURRENCY)
-        .replace("$__rate_interval", "5s")
-        .replace("$__range", &format!("{range_ms}ms"))
-        .replace("$__interval", "1h")
-}
-
 pub fn first_value(result: &[Value]) -> Option<f64> {
     result.first()?["value"][1].as_str()?.parse().ok()
 }
+
+/// The Lifetime panels, `Lifetime <name>`, and the quantity each shows.
+pub const LIFETIME_PANELS: [(&str, &str); 8] = [
+    ("tokens", "total"),
+    ("prompt", "prompt"),
+    ("completion", "completion"),
+    ("reasoning", "reasoning"),
+    ("cache hit", "cache_hit"),
+    ("cache miss", "cache_miss"),
+    ("requests", "requests"),
+    ("turns", "turns"),
+];
+
+/// The dashboard's variables with every value chosen, and one currency: [`CURRENCY`].
+pub const ALL_VALUES: [(&str, &str); 5] = [
+    ("instance", ".*"),
+    ("provider", ".*"),
+    ("model_ref", ".*"),
+    ("source", ".*"),
+    ("currency", CURRENCY),
+];
 
 /// The currency the spend panels are checked in (the generator's ledgers have two).
 pub const CURRENCY: &str = "CNY";
@@ -126,7 +147,7 @@ impl Spend {
 }
 
 /// An exact decimal in 10^-9 units.
-fn units_of(decimal: &str) -> u128 {
+pub fn units_of(decimal: &str) -> u128 {
     let (whole, fraction) = decimal.split_once('.').unwrap_or((decimal, ""));
     whole.parse::<u128>().unwrap() * 1_000_000_000 + format!("{fraction:0<9}").parse::<u128>().unwrap()
 }
@@ -203,10 +224,11 @@ fn quantity(name: &str) -> usize {
     QUANTITIES.iter().position(|q| *q == name).unwrap()
 }
 
-/// Runs every panel's queries over the window `[start, end]` (Unix seconds, both sample
-/// instants, so that `increase()` has nothing to extrapolate) and checks that each returns
-/// data, that each Lifetime panel equals `lifetime` and each range totals panel `grown` (the
-/// sums of the eight quantities), and that the variables have values.
+/// Runs every panel's queries as Grafana sends them (`super::grafana`) for the dashboard range
+/// from just after the sample at `start` to just after the one at `end` (Unix seconds; the
+/// values hold still around both), and checks that each returns data, that each Lifetime panel
+/// equals `lifetime` and each range totals panel `grown` (the sums of the eight quantities),
+/// and that the variables have values.
 ///
 /// The spend panels in [`CURRENCY`] likewise: the Lifetime ones equal `spend.0`, the range ones
 /// `spend.1` (what grew in the window), each billing mode apart; the priced share is one less
@@ -218,18 +240,15 @@ pub fn check_panels(
     grown: [u64; 8],
     spend: (&Spend, &Spend),
 ) {
-    let range_ms = ((end - start) * 1000.0).round() as u64;
+    // Past the samples by more than `$__range`'s rounding to whole seconds, before the next.
+    let range = TimeRange {
+        from_ms: (start * 1000.0) as i64 + 600,
+        to_ms: (end * 1000.0) as i64 + 600,
+        utc_offset_s: 0,
+    };
+    let vars = ALL_VALUES;
     let dash = dashboard();
-    let totals = [
-        ("tokens", "total"),
-        ("prompt", "prompt"),
-        ("completion", "completion"),
-        ("reasoning", "reasoning"),
-        ("cache hit", "cache_hit"),
-        ("cache miss", "cache_miss"),
-        ("requests", "requests"),
-        ("turns", "turns"),
-    ];
+    let totals = LIFETIME_PANELS;
     let range_totals = [
         ("Tokens (total)", "total"),
         ("Prompt", "prompt"),
@@ -239,18 +258,23 @@ pub fn check_panels(
         ("Turns", "turns"),
     ];
     let mut checked = 0;
-    for q in queries(&dash) {
-        let expr = substitute(&q.expr, range_ms);
-        let result = if q.instant {
-            prometheus.query(&expr, Some(end))
-        } else {
-            prometheus
-                .api(&format!(
-                    "query_range?query={}&start={start:.3}&end={end:.3}&step=1",
-                    encode(&expr)
-                ))
-                .and_then(|data| data["result"].as_array().cloned())
+    for (panel, target) in targets(&dash) {
+        let q = Query {
+            panel: panel["title"].as_str().unwrap().to_string(),
+            expr: target["expr"].as_str().unwrap().to_string(),
+            instant: target["instant"].as_bool().unwrap_or(false),
         };
+        // The data source set to the scrape (or export) interval of these tests' servers, 1 s.
+        let ds = Datasource {
+            scrape_interval_ms: 1000,
+        };
+        let request = grafana::request(panel, target, &range, &ds, &vars);
+        let expr = match &request {
+            Request::Instant { query, .. } | Request::Range { query, .. } => query.clone(),
+        };
+        let result = prometheus
+            .api(&request.path())
+            .and_then(|data| data["result"].as_array().cloned());
         let result = result.unwrap_or_else(|| panic!("{}: Prometheus refused {expr}", q.panel));
         assert!(!result.is_empty(), "{}: no data for {expr}", q.panel);
         if let Some(ok) = check_spend_panel(&q.panel, &result, spend, grown) {
@@ -296,7 +320,7 @@ pub fn check_panels(
             .and_then(|d| d.strip_suffix(')'))
             .unwrap();
         let (selector, label) = inner.rsplit_once(", ").unwrap();
-        let selector = substitute(selector, range_ms);
+        let selector = selector.replace("$instance", ".*").replace("$provider", ".*");
         let values = prometheus
             .api(&format!("label/{label}/values?match[]={}", encode(&selector)))
             .unwrap();

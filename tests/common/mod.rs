@@ -6,11 +6,13 @@ pub mod before_cost;
 pub mod collector;
 pub mod dashboard;
 pub mod generator;
+pub mod grafana;
 pub mod model;
 pub mod pki;
 pub mod prom_server;
 pub mod receiver;
 pub mod tools;
+pub mod victoria;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
