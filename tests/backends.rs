@@ -1,6 +1,6 @@
 //! Contract §4 end to end: what Prometheus shows equals the store, to the token, on every path
 //! people deploy, with real servers: an OpenTelemetry Collector built from pinned modules
-//! (`.ci/tools`), Debian's Prometheus 2.42 and Prometheus 3.
+//! (`.ci/tools`), Debian's Prometheus 2.42, Prometheus 3 and VictoriaMetrics.
 //!
 //! Each path runs one scenario: a backfill, `once` twice (over each protocol the path takes),
 //! `run` with lines landing, SIGTERM, `kill -9`, restarts, the first hop (collector, or
@@ -19,6 +19,7 @@ use common::generator::Generator;
 use common::model::{Model, QUANTITIES, Series};
 use common::pki::Pki;
 use common::prom_server::Prometheus;
+use common::victoria::VictoriaMetrics;
 use common::{Daemon, Fixture, PROM_NAMES, assert_success, free_port, http_get, wait_until};
 use serde_json::Value;
 
@@ -37,6 +38,7 @@ fn prometheus2(test: &str, dir: &Path, config: &str) -> Option<(Prometheus, Rest
         config: config.to_string(),
         flags: vec!["--web.enable-remote-write-receiver".into()],
         port: free_port(),
+        victoria: false,
     };
     Some((restart.start(), restart))
 }
@@ -48,11 +50,16 @@ struct Restart {
     config: String,
     flags: Vec<String>,
     port: u16,
+    /// The binary is VictoriaMetrics (`config` unused).
+    victoria: bool,
 }
 
 impl Restart {
     fn start(&self) -> Prometheus {
         let flags: Vec<&str> = self.flags.iter().map(String::as_str).collect();
+        if self.victoria {
+            return VictoriaMetrics::start_on(&self.binary, &self.dir, self.port, &flags).into_api();
+        }
         Prometheus::start_binary(&self.binary, &self.dir, &self.config, &flags, Some(self.port))
     }
 }
@@ -60,7 +67,8 @@ impl Restart {
 /// The first hop after the exporter, which the scenario restarts and takes down.
 enum Hop<'a> {
     Collector(&'a mut Collector),
-    /// Prometheus itself (its OTLP endpoint); restarted on the same data.
+    /// The backend itself (Prometheus 3's or VictoriaMetrics' OTLP endpoint); restarted on the
+    /// same data.
     Prometheus,
     /// Prometheus scrapes the exporter: nothing in between.
     None,
@@ -136,16 +144,19 @@ impl Route<'_> {
         );
     }
 
-    /// Requests Prometheus refused on the path's handler.
+    /// Requests Prometheus (or VictoriaMetrics) refused on the path's handler.
     fn refused(&self) -> f64 {
         let body = http_get(self.prometheus().port, "/metrics", None).unwrap_or_default();
         body.lines()
-            .filter(|l| l.starts_with("prometheus_http_requests_total{"))
             .filter(|l| {
-                self.handler
-                    .is_some_and(|h| l.contains(&format!("handler=\"{h}\"")))
+                l.starts_with("prometheus_http_requests_total{") && !l.contains("code=\"2")
+                    || l.starts_with("vm_http_request_errors_total{")
             })
-            .filter(|l| !l.contains("code=\"2"))
+            .filter(|l| {
+                self.handler.is_some_and(|h| {
+                    l.contains(&format!("handler=\"{h}\"")) || l.contains(&format!("path=\"{h}\""))
+                })
+            })
             .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
             .sum()
     }
@@ -501,6 +512,7 @@ fn exporter_to_prometheus_3_otlp_endpoint_is_exact() {
         config: "global:\n  scrape_interval: 15s\n".into(),
         flags: vec!["--web.enable-otlp-receiver".into()],
         port: free_port(),
+        victoria: false,
     };
     let prometheus = restart.start();
     let endpoints = vec![(
@@ -518,6 +530,43 @@ fn exporter_to_prometheus_3_otlp_endpoint_is_exact() {
         scrape_port: None,
     };
     scenario(&mut path, &mut Machine::new(103));
+}
+
+/// VictoriaMetrics taking OTLP straight from the exporter (deploy/README.md's command), restarted
+/// on its data as the first hop. Its instant queries look 1 s back instead of 30 s
+/// (`-search.latencyOffset`), so that the scenario's waits see an export within seconds.
+#[test]
+fn exporter_to_victoria_metrics_otlp_is_exact() {
+    let test = "exporter_to_victoria_metrics_otlp_is_exact";
+    let Some(binary) = common::tools::built(test, "REASONIX_VICTORIA", "victoria-metrics") else {
+        return;
+    };
+    let root = tempfile::tempdir().unwrap();
+    let restart = Restart {
+        binary,
+        dir: root.path().join("victoria-metrics"),
+        config: String::new(),
+        flags: vec!["-search.latencyOffset=1s".into()],
+        port: free_port(),
+        victoria: true,
+    };
+    let victoria = restart.start();
+    let endpoints = vec![(
+        "http/protobuf",
+        format!("http://127.0.0.1:{}/opentelemetry/v1/metrics", restart.port),
+    )];
+    let mut path = Route {
+        name: "exporter → VictoriaMetrics OTLP",
+        prometheus: Some(victoria),
+        restart,
+        hop: Hop::Prometheus,
+        endpoints,
+        env: Vec::new(),
+        handler: Some("/opentelemetry/v1/metrics"),
+        scrape_port: None,
+    };
+    let window = scenario(&mut path, &mut Machine::new(107));
+    dashboard_panels_are_exact(&path, &window);
 }
 
 #[test]
@@ -662,7 +711,7 @@ fn dashboard_panels_are_exact(path: &Route<'_>, window: &Window) {
     let (end, after, spend) = &window.end;
     assert!(
         after.keys().all(|series| before.contains_key(series)),
-        "a series new within the window starts at its first value, which increase() leaves out"
+        "the scenario's window has no new series (tests/windows.rs has them)"
     );
     let lifetime = sums_of(after.values());
     let earlier = sums_of(before.values());

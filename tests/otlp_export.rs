@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::generator::{Generator, days};
 use common::model::Model;
 use common::receiver::{Receiver, resource_attr};
-use common::{Fixture, assert_success};
+use common::{Fixture, assert_success, copy_tree};
 
 /// A realistic ledger with every row kind, a torn last line, and a blank line.
 fn realistic_ledger(fx: &Fixture, model: &mut Model, seed: u64) {
@@ -501,4 +501,72 @@ fn every_once_continues_the_one_stream_from_its_history() {
     assert_eq!(receiver.data_requests().len(), before + 1);
     assert_eq!(receiver.newest_values(), model.expected.totals());
     assert_eq!(receiver.check_one_stream(), Ok(()));
+}
+
+/// A usage line of `model` at `ts`, priced.
+fn usage_of(model: &str, ts: &str) -> String {
+    format!(
+        r#"{{"ts":"{ts}","model":"{model}","source":"code","prompt":900,"completion":40,"reasoning":0,"cache_hit":600,"cache_miss":300,"total":940,"requests":1,"usage_source":"provider","cost_amount":"0.002","cost_currency":"CNY","cost_complete":true,"display_complete":true,"display_status":"matched","billing_mode":"payg"}}"#
+    )
+}
+
+/// A store whose first export (one deepseek-chat line, its history) `receiver` took; then a
+/// line of kimi-k2, a model new to the stream, not exported yet.
+fn store_with_a_new_model(receiver: &Receiver) -> Fixture {
+    let fx = Fixture::new();
+    let day = "2026-11-30.jsonl";
+    fx.append_lines(day, &[&usage_of("deepseek-chat", "2026-11-30T10:00:00+08:00")]);
+    assert_success(&fx.export_to(receiver));
+    fx.append_lines(day, &[&usage_of("kimi-k2", "2026-11-30T10:01:00+08:00")]);
+    fx
+}
+
+#[test]
+fn a_store_restored_from_a_backup_dates_its_zeros_before_every_value_it_lost() {
+    let receiver = Receiver::http();
+    let fx = store_with_a_new_model(&receiver);
+    let backup = fx.root.path().join("backup");
+    copy_tree(&fx.state, &backup);
+    // Exports the backup does not know of: the new model born with a zero, then its values.
+    assert_success(&fx.export_to(&receiver));
+    fx.append_lines(
+        "2026-11-30.jsonl",
+        &[&usage_of("kimi-k2", "2026-11-30T10:02:00+08:00")],
+    );
+    assert_success(&fx.export_to(&receiver));
+    let lost = receiver.data_requests().len();
+    std::fs::remove_dir_all(&fx.state).unwrap();
+    copy_tree(&backup, &fx.state);
+    assert_success(&fx.export_to(&receiver));
+    assert!(
+        receiver.data_requests().len() > lost + 1,
+        "the restored store sends kimi-k2's birth again"
+    );
+    assert_eq!(receiver.check_never_down_in_time(), Ok(()));
+    let expected = [("deepseek-chat", 940), ("kimi-k2", 1880)];
+    let newest = receiver.newest_values();
+    for (model, total) in expected {
+        let (_, values) = newest.iter().find(|(s, _)| s.0.contains(model)).unwrap();
+        assert_eq!(values[5], total, "{model}");
+    }
+}
+
+#[test]
+fn a_store_that_exported_delta_sends_no_zero_when_it_turns_cumulative() {
+    let receiver = Receiver::http();
+    let fx = store_with_a_new_model(&receiver);
+    let delta = fx
+        .command(&["once", "--otlp-endpoint", &receiver.endpoint])
+        .env("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", "delta")
+        .output()
+        .unwrap();
+    assert_success(&delta);
+    let before = receiver.requests().len();
+    assert_success(&fx.export_to(&receiver));
+    let after = receiver.requests().len();
+    assert_eq!(
+        after,
+        before + 1,
+        "one export of values, no birth: kimi-k2 reached the backend as delta"
+    );
 }

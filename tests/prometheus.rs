@@ -127,3 +127,73 @@ fn the_first_scrape_after_a_start_has_the_stores_totals() {
         "{page}"
     );
 }
+
+/// The `_created` (Unix ms) `/metrics` serves for the series of `model`'s tokens, once it serves
+/// them at all.
+fn created_of(port: u16, model: &str) -> Option<u64> {
+    let text = common::http_get(
+        port,
+        "/metrics",
+        Some("application/openmetrics-text; version=1.0.0"),
+    )?;
+    let line = text.lines().find(|l| {
+        l.starts_with("reasonix_tokens_created{") && l.contains(&format!("model_ref=\"{model}\""))
+    })?;
+    let (secs, ms) = line.rsplit_once(' ')?.1.split_once('.')?;
+    Some(secs.parse::<u64>().ok()? * 1000 + ms.parse::<u64>().ok()?)
+}
+
+fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+/// Contract §4, "/metrics is a view of the same stream", for a store put back from a backup:
+/// a series the lost runs served gets a `_created` no later than its first scrape then, so no
+/// Prometheus that ingests start times inserts a zero after the values it scraped.
+#[test]
+fn a_store_restored_from_a_backup_serves_no_birth_after_what_was_scraped() {
+    let fx = Fixture::new();
+    let line = |model: &str, minute: u32| {
+        format!(
+            r#"{{"ts":"2026-11-30T10:{minute:02}:00+08:00","model":"{model}","source":"code","prompt":900,"completion":40,"reasoning":0,"cache_hit":600,"cache_miss":300,"total":940,"requests":1}}"#
+        )
+    };
+    fx.append_lines("2026-11-30.jsonl", &[&line("deepseek-chat", 0)]);
+    let (daemon, _) = fx.spawn_serving(&[]);
+    daemon.terminate();
+    let backup = fx.root.path().join("backup");
+    common::copy_tree(&fx.state, &backup);
+
+    let (daemon, port) = fx.spawn_serving(&["--poll-interval", "100ms"]);
+    fx.append_lines("2026-11-30.jsonl", &[&line("kimi-k2", 1)]);
+    let mut created = None;
+    assert!(wait_until(Duration::from_secs(20), || {
+        created = created_of(port, "kimi-k2");
+        created.is_some()
+    }));
+    let first_scraped_ms = unix_ms();
+    let created = created.unwrap();
+    assert!(
+        created <= first_scraped_ms,
+        "a birth after the scrape that first saw it"
+    );
+    daemon.terminate();
+
+    std::fs::remove_dir_all(&fx.state).unwrap();
+    common::copy_tree(&backup, &fx.state);
+    let (daemon, port) = fx.spawn_serving(&[]);
+    let mut again = None;
+    assert!(wait_until(Duration::from_secs(20), || {
+        again = created_of(port, "kimi-k2");
+        again.is_some()
+    }));
+    let again = again.unwrap();
+    assert!(
+        again <= created,
+        "born again at {again} ms, after the lost run served it (from {first_scraped_ms} ms, born {created} ms)"
+    );
+    daemon.terminate();
+}

@@ -306,6 +306,21 @@ impl Backend {
         (json["status"] == "success").then(|| json["data"].clone())
     }
 
+    /// No ledger counter went down (`resets()` 0) over the last `span`.
+    fn assert_never_reset(&self, span: &str) {
+        for name in common::PROM_NAMES
+            .iter()
+            .chain(&["reasonix_cost_total", "reasonix_requests_unpriced_total"])
+        {
+            let q = format!("sum(resets({name}[{span}])) or vector(0)");
+            let data = self
+                .api(&format!("query?query={}&nocache=1", encode(&q)))
+                .expect("resets() answers");
+            let resets = data["result"][0]["value"][1].as_str().unwrap_or("NaN");
+            assert_eq!(resets, "0", "{}: {name} went down", self.name);
+        }
+    }
+
     /// The sum of a counter over every store, as of now (a test's own question, not Grafana's:
     /// `nocache` lets VictoriaMetrics answer with what it has just taken).
     fn newest_sum(&self, metric: &str) -> Option<f64> {
@@ -472,18 +487,7 @@ fn scenario(sink: Sink, backends: &[Backend], mut restart_hop: impl FnMut()) {
         };
         check_daily_table(backend, &timeline, range, m4);
         // Nothing ever went down: no counter reset anywhere in the scenario.
-        let span = format!("{}s", (now_ms() - before) / 1000 + 60);
-        for name in common::PROM_NAMES
-            .iter()
-            .chain(&["reasonix_cost_total", "reasonix_requests_unpriced_total"])
-        {
-            let q = format!("sum(resets({name}[{span}])) or vector(0)");
-            let data = backend
-                .api(&format!("query?query={}", encode(&q)))
-                .expect("resets() answers");
-            let resets = data["result"][0]["value"][1].as_str().unwrap_or("NaN");
-            assert_eq!(resets, "0", "{}: {name} was reset", backend.name);
-        }
+        backend.assert_never_reset(&format!("{}s", (now_ms() - before) / 1000 + 60));
     }
     for m in &mut machines {
         m.stop();
@@ -845,6 +849,19 @@ fn every_window_is_exact_through_the_collectors_remote_write() {
     assert_eq!(collector.failed_points(), 0.0, "{}", collector.log_text());
 }
 
+/// Prometheus 3 taking OTLP, its data under `dir`; and the endpoint to send to.
+fn prometheus3_otlp(binary: &Path, dir: &Path) -> (Prometheus, String) {
+    let p3 = Prometheus::start_binary(
+        binary,
+        dir,
+        "global:\n  scrape_interval: 15s\n",
+        &["--web.enable-otlp-receiver"],
+        None,
+    );
+    let endpoint = format!("http://127.0.0.1:{}/api/v1/otlp/v1/metrics", p3.port);
+    (p3, endpoint)
+}
+
 #[test]
 fn every_window_is_exact_on_prometheus_3s_otlp_endpoint() {
     let test = "every_window_is_exact_on_prometheus_3s_otlp_endpoint";
@@ -852,14 +869,7 @@ fn every_window_is_exact_on_prometheus_3s_otlp_endpoint() {
         return;
     };
     let root = tempfile::tempdir().unwrap();
-    let p3 = Prometheus::start_binary(
-        &prometheus3,
-        &root.path().join("p3"),
-        "global:\n  scrape_interval: 15s\n",
-        &["--web.enable-otlp-receiver"],
-        None,
-    );
-    let endpoint = format!("http://127.0.0.1:{}/api/v1/otlp/v1/metrics", p3.port);
+    let (p3, endpoint) = prometheus3_otlp(&prometheus3, &root.path().join("p3"));
     let backends = [Backend {
         name: "exporter → Prometheus 3 OTLP".into(),
         port: p3.port,
@@ -920,4 +930,78 @@ fn every_window_is_exact_on_prometheus_3_scraping_metrics() {
         victoria: false,
     }];
     scenario(Sink::Scraped(ports), &backends, || {});
+}
+
+/// Contract §4, "Never down", for a store put back from a backup: the backend holds values of a
+/// series the restored stream record does not know of. Its zero goes a millisecond after the
+/// last export the record knows, before all of them: Prometheus refuses it as out of order (and
+/// the values follow, not held up by it), VictoriaMetrics files it before them.
+#[test]
+fn a_store_restored_from_a_backup_never_goes_down_on_prometheus_3_and_victoria_metrics() {
+    let test = "a_store_restored_from_a_backup_never_goes_down_on_prometheus_3_and_victoria_metrics";
+    let (Some(prometheus3), Some(victoria)) = (
+        common::tools::built(test, "REASONIX_PROMETHEUS3", "prometheus3"),
+        common::tools::built(test, "REASONIX_VICTORIA", "victoria-metrics"),
+    ) else {
+        return;
+    };
+    let root = tempfile::tempdir().unwrap();
+    let (p3, p3_endpoint) = prometheus3_otlp(&prometheus3, &root.path().join("p3"));
+    let vm = VictoriaMetrics::start(&victoria, &root.path().join("vm"));
+    let paths = [
+        (
+            Backend {
+                name: "Prometheus 3 OTLP".into(),
+                port: p3.port,
+                victoria: false,
+            },
+            p3_endpoint,
+        ),
+        (
+            Backend {
+                name: "VictoriaMetrics OTLP".into(),
+                port: vm.port,
+                victoria: true,
+            },
+            vm.otlp_endpoint(),
+        ),
+    ];
+    for (backend, endpoint) in &paths {
+        let mut machine = Machine::new(41, &Sink::Otlp(endpoint.clone()), 0);
+        let sink = machine.sink.clone();
+        let once = |fx: &Fixture| {
+            let mut args = vec!["once"];
+            args.extend(sink.iter().map(String::as_str));
+            let out = fx.run(&args);
+            assert!(
+                out.status.success(),
+                "{}: {}",
+                backend.name,
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        machine.lines_land("2026-10-05", 20);
+        once(&machine.fx);
+        let backup = root.path().join(format!("backup-{}", backend.port));
+        common::copy_tree(&machine.fx.state, &backup);
+        machine.new_series_land("2026-10-05", "zhipu/glm-5", "remote");
+        once(&machine.fx);
+        machine.lines_land("2026-10-05", 20);
+        once(&machine.fx);
+        std::fs::remove_dir_all(&machine.fx.state).unwrap();
+        common::copy_tree(&backup, &machine.fx.state);
+        machine.new_series_land("2026-10-05", "zhipu/glm-5", "remote");
+        once(&machine.fx);
+        let total: u64 = machine.model.expected.totals().values().map(|v| v[5]).sum();
+        let arrived = wait_until(PATIENCE, || {
+            backend.newest_sum("reasonix_tokens_total") == Some(total as f64)
+        });
+        assert!(
+            arrived,
+            "{}: {:?} for {total}",
+            backend.name,
+            backend.newest_sum("reasonix_tokens_total")
+        );
+        backend.assert_never_reset("1h");
+    }
 }

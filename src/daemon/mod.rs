@@ -122,6 +122,12 @@ struct Daemon {
     snapshot_counts: Option<IngestCounts>,
     /// How many series the store had when their births were last noted, and the births then.
     births_noted: (usize, Arc<BTreeMap<SeriesId, u64>>),
+    /// The time of the last publication since the run caught up with the ledger: a series
+    /// published later was not in it. `None` until then, when a new series may be one that a
+    /// run this store does not know of published (a store restored from a backup).
+    published_ns: Option<u64>,
+    /// The run's first poll of the ledger has ended.
+    caught_up: bool,
     /// The address `/metrics` is served on, as bound.
     serving: Option<String>,
     last_poll: PollReport,
@@ -157,6 +163,8 @@ impl Daemon {
             held: 0,
             snapshot_counts: None,
             births_noted: (0, Arc::default()),
+            published_ns: None,
+            caught_up: false,
             serving,
             last_poll: PollReport::default(),
             stopping,
@@ -207,10 +215,14 @@ impl Daemon {
         let Some(store) = self.store.as_mut() else {
             return;
         };
-        // Series never go away, so a count that changed is the one sign of new ones.
+        let now_ns = crate::export::otlp::now_ns();
+        // Series never go away, so a count that changed is the one sign of new ones. A new one's
+        // zero goes a millisecond after the last moment it is known to have been absent, before
+        // any scrape could have seen it (docs/counting-rules.md, "Births").
         let series = store.lifetime().len();
         if series != self.births_noted.0 {
-            match store.record_births(crate::export::otlp::now_ns()) {
+            let absent_ns = self.published_ns.unwrap_or_else(|| store.stream().newest_ns());
+            match store.record_births(absent_ns.saturating_add(1_000_000)) {
                 Ok(()) => {
                     let born = store.stream().births.iter().filter(|(_, ns)| **ns > 0);
                     self.births_noted = (series, Arc::new(born.map(|(k, v)| (k.clone(), *v)).collect()));
@@ -236,6 +248,9 @@ impl Daemon {
             births: self.births_noted.1.clone(),
             health,
         }));
+        if self.caught_up {
+            self.published_ns = Some(now_ns);
+        }
     }
 
     /// Stop watching, commit what is there, export a last time within the budget, exit.

@@ -63,6 +63,7 @@ impl Daemon {
                     _ => {}
                 }
                 self.last_poll = report;
+                self.caught_up = true;
             }
             Err(IngestError::StatsDir { source, .. }) => {
                 let state = if source.kind() == ErrorKind::NotFound {

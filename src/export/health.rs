@@ -128,6 +128,7 @@ mod tests {
             detail: "the collector answered HTTP 413 Payload Too Large".into(),
             retry_after: None,
             too_large: true,
+            bad_data: false,
         }
     }
 

@@ -204,7 +204,6 @@ impl OtlpExporter {
             store.finish_export()?;
         }
         let stream = store.stream();
-        let end_ns = stream.next_time_ns(now_ns());
         let lifetime = store.lifetime().clone();
         let (values, start_ns) = match self.temporality {
             Temporality::Cumulative => (lifetime.clone(), stream.start_ns),
@@ -215,17 +214,24 @@ impl OtlpExporter {
                 stream.last_time_ns.max(stream.start_ns),
             ),
         };
-        // Points new to the backend since the stream's first export, whose zero it lacks.
+        // Points new to the backend since the stream's first export, whose zero it lacks: never
+        // sent cumulative (no mark) nor delta (nothing delivered).
         let births = match self.temporality {
-            Temporality::Cumulative if stream.last_time_ns != 0 => {
-                values.unsent(&stream.marks).unsent(&self.born)
-            }
+            Temporality::Cumulative if stream.last_time_ns != 0 => values
+                .unsent(&stream.marks)
+                .unsent(store.delivered())
+                .unsent(&self.born),
             _ => Sums::default(),
         };
         let born = !births.is_empty();
         if !born {
             self.born = Sums::default();
         }
+        let end_ns = if born {
+            stream.birth_time_ns()
+        } else {
+            stream.next_time_ns(now_ns())
+        };
         let contents = Contents {
             values: if born { &births } else { &values },
             temporality: self.temporality,
@@ -267,7 +273,10 @@ impl OtlpExporter {
         sent: Sent,
     ) -> Result<ExportReport, ExportError> {
         if let Some(births) = &outgoing.births {
-            // Nothing of the store changes: only a birth the collector took lets values follow.
+            // Nothing of the store changes: only a birth the collector answered lets values
+            // follow. A zero it refused as data (a backend that holds a later point of the
+            // series, from exports a restored store does not know of, or finds the zero too
+            // old) would be refused again: its series is counted from its first value.
             return match sent.result {
                 Ok(accepted) => {
                     self.born.raise_to(births);
@@ -275,6 +284,14 @@ impl OtlpExporter {
                         accepted,
                         ..outgoing.report
                     })
+                }
+                Err(SendError::Refused { bad_data: true, .. }) => {
+                    tracing::warn!(
+                        "the collector refused the zeros of {} new series as data; they are counted from their first value (docs/counting-rules.md, \"Births\")",
+                        outgoing.report.births
+                    );
+                    self.born.raise_to(births);
+                    Ok(outgoing.report)
                 }
                 Err(error) => Err(self.send_error(error)),
             };

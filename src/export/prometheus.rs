@@ -199,7 +199,10 @@ fn counter<K: SeriesKey, V>(
     for (key, sum) in series {
         let labels = labels(&key.pairs());
         let _ = writeln!(out, "{total_name}{labels} {}", value(sum));
-        let born = births.and_then(|b| b.get(&(family, key.encode())));
+        // Most stores have no born series: then no key is encoded for the look-up.
+        let born = births
+            .filter(|b| !b.is_empty())
+            .and_then(|b| b.get(&(family, key.encode())));
         if let Some(ns) = born {
             // Seconds to the millisecond, written exactly (a float of nanoseconds would not be).
             let ms = ns / 1_000_000;

@@ -110,10 +110,10 @@ impl Store {
     }
 
     /// Durably notes the series of the lifetime totals never published before: history on the
-    /// store's first publication, born now afterwards (docs/counting-rules.md, "Births").
-    pub fn record_births(&mut self, now_ns: u64) -> Result<(), StoreError> {
+    /// store's first publication, born at `born_ns` afterwards (docs/counting-rules.md, "Births").
+    pub fn record_births(&mut self, born_ns: u64) -> Result<(), StoreError> {
         let mut stream = self.stream.clone();
-        if stream.note_births(&self.lifetime, now_ns) {
+        if stream.note_births(&self.lifetime, born_ns) {
             self.record_stream(stream)?;
         }
         Ok(())

@@ -14,7 +14,9 @@
 //!
 //! - when each series was born, for `/metrics`' `_created`: a series the store had when it first
 //!   published its totals is history (no birth: its first value is not growth), a later one is
-//!   born when it is first published (docs/counting-rules.md, "Births").
+//!   born a millisecond after the last publication without it, or, for one that came with a
+//!   run's catch-up, after the newest moment this record knows of (docs/counting-rules.md,
+//!   "Births").
 //!
 //! It is written and `fsync`ed before the export it describes is sent: a mark may then be higher
 //! than what reached the backend (held a little longer), never lower.
@@ -71,8 +73,23 @@ impl StreamRecord {
         }
     }
 
+    /// The time of a birth export's zeros: a millisecond past the last export this record knows
+    /// of. A series born since had no point then, so the zero lies before its first value; and
+    /// it lies before any value that exports this record does not know of (a record restored
+    /// from a backup) may have sent, which all came later still.
+    pub fn birth_time_ns(&self) -> u64 {
+        self.last_time_ns.max(self.start_ns).saturating_add(1_000_000)
+    }
+
+    /// The newest moment this record knows of: its last export or its newest birth.
+    pub fn newest_ns(&self) -> u64 {
+        let births = self.births.values().copied().max().unwrap_or(0);
+        self.last_time_ns.max(births).max(self.start_ns)
+    }
+
     pub(super) fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(64 + self.marks.len() * 120 + self.own.len() * 48);
+        let births: usize = self.births.keys().map(|(_, key)| 13 + key.len()).sum();
+        let mut out = Vec::with_capacity(64 + self.marks.len() * 120 + self.own.len() * 48 + births);
         out.extend_from_slice(MAGIC);
         out.push(VERSION);
         out.extend_from_slice(&self.start_ns.to_le_bytes());
@@ -152,10 +169,10 @@ fn family_of(code: u8) -> Option<Family> {
 }
 
 impl StreamRecord {
-    /// The series of `lifetime` that it has not published yet, born at `now_ns` (or history, on
+    /// The series of `lifetime` that it has not published yet, born at `born_ns` (or history, on
     /// the store's first publication); `false` when there are none.
-    pub fn note_births(&mut self, lifetime: &Sums, now_ns: u64) -> bool {
-        let born_ns = if self.births.is_empty() { 0 } else { now_ns.max(1) };
+    pub fn note_births(&mut self, lifetime: &Sums, born_ns: u64) -> bool {
+        let born_ns = if self.births.is_empty() { 0 } else { born_ns.max(1) };
         let mut changed = false;
         for (family, key, _) in lifetime.encoded_entries() {
             if let std::collections::btree_map::Entry::Vacant(e) = self.births.entry((family, key)) {

@@ -82,6 +82,12 @@ impl Prometheus {
         prometheus
     }
 
+    /// A server already started and ready that answers Prometheus' HTTP API on `port`
+    /// (VictoriaMetrics); killed when dropped.
+    pub fn adopt(child: Child, port: u16) -> Prometheus {
+        Prometheus { child, port }
+    }
+
     /// Stops it (SIGTERM, so that its data is kept for a restart) and waits.
     pub fn stop(mut self) {
         super::send_signal(self.child.id(), "TERM");

@@ -419,6 +419,31 @@ impl Receiver {
         self.check_stream(false)
     }
 
+    /// What a backend that keeps points by their time sees: per series and quantity, every
+    /// point received in time order (a tie in arrival order), and none below the one before.
+    /// `Err` names the first that went down.
+    pub fn check_never_down_in_time(&self) -> Result<(), String> {
+        let mut points: BTreeMap<(Series, usize), Vec<(u64, u64)>> = BTreeMap::new();
+        for (series, q, _, time, value) in self.ledger_points().0.into_iter().flatten() {
+            points
+                .entry((series, q))
+                .or_default()
+                .push((time / 1_000_000, value));
+        }
+        for ((series, q), mut points) in points {
+            points.sort_by_key(|(ms, _)| *ms);
+            for pair in points.windows(2) {
+                if pair[1].1 < pair[0].1 {
+                    return Err(format!(
+                        "{series:?} quantity {q}: {} at {} ms after {} at {} ms",
+                        pair[1].1, pair[1].0, pair[0].1, pair[0].0
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn check_stream(&self, one_start: bool) -> Result<(), String> {
         let (requests, instances) = self.ledger_points();
         let mut starts = std::collections::BTreeSet::new();

@@ -12,23 +12,31 @@ use std::time::Duration;
 use super::{free_port, http_get, wait_until};
 
 pub struct VictoriaMetrics {
-    child: Child,
+    /// `None` once handed over as a [`Prometheus`] API.
+    child: Option<Child>,
     pub port: u16,
     log: std::path::PathBuf,
 }
 
 impl Drop for VictoriaMetrics {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        if let Some(child) = self.child.as_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
 
 impl VictoriaMetrics {
     /// Starts `binary` with its data under `dir` and waits until `/health` answers.
     pub fn start(binary: &Path, dir: &Path) -> VictoriaMetrics {
+        Self::start_on(binary, dir, free_port(), &[])
+    }
+
+    /// [`VictoriaMetrics::start`] on `port`, with `flags` besides: the same data and port make a
+    /// restart.
+    pub fn start_on(binary: &Path, dir: &Path, port: u16, flags: &[&str]) -> VictoriaMetrics {
         std::fs::create_dir_all(dir).unwrap();
-        let port = free_port();
         let log = dir.join("log.txt");
         let relabel = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/victoriametrics/relabel.yml");
         let child = Command::new(binary)
@@ -36,11 +44,22 @@ impl VictoriaMetrics {
             .arg(format!("-httpListenAddr=127.0.0.1:{port}"))
             .arg("-opentelemetry.usePrometheusNaming")
             .arg(format!("-relabelConfig={}", relabel.display()))
+            .args(flags)
             .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
+            .stderr(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&log)
+                    .unwrap(),
+            )
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {}: {e}", binary.display()));
-        let vm = VictoriaMetrics { child, port, log };
+        let vm = VictoriaMetrics {
+            child: Some(child),
+            port,
+            log,
+        };
         assert!(
             wait_until(Duration::from_secs(60), || http_get(port, "/health", None)
                 .is_some_and(|b| b.contains("OK"))),
@@ -48,6 +67,12 @@ impl VictoriaMetrics {
             vm.log_text()
         );
         vm
+    }
+
+    /// Its Prometheus-compatible query API, which owns the process from now on.
+    pub fn into_api(mut self) -> super::prom_server::Prometheus {
+        let child = self.child.take().expect("running");
+        super::prom_server::Prometheus::adopt(child, self.port)
     }
 
     pub fn log_text(&self) -> String {

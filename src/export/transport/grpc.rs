@@ -97,6 +97,7 @@ fn grpc_send_error(status: &tonic::Status) -> SendError {
             // The collector's own words: gRPC has no separate code for "too large".
             too_large: code == tonic::Code::ResourceExhausted
                 && (status.message().contains("larger than max") || status.message().contains("too large")),
+            bad_data: code == tonic::Code::InvalidArgument,
         },
         // hyper-util's connect error is a private type: its text is all there is to go by.
         (_, Some(chain)) if chain.contains("tcp connect error") || chain.contains("dns error") => {

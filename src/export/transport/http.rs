@@ -106,6 +106,7 @@ impl Http {
             detail,
             retry_after,
             too_large: status == reqwest::StatusCode::PAYLOAD_TOO_LARGE,
+            bad_data: status == reqwest::StatusCode::BAD_REQUEST,
         })
     }
 }

@@ -203,6 +203,9 @@ pub enum SendError {
         retry_after: Option<Duration>,
         /// The request was too large for it (HTTP 413, gRPC RESOURCE_EXHAUSTED).
         too_large: bool,
+        /// It refused the data itself (HTTP 400, gRPC INVALID_ARGUMENT): the same points would be
+        /// refused again, e.g. a sample older than the newest a backend holds.
+        bad_data: bool,
     },
     /// Sent, or partly sent, and no answer came: a timeout, a connection closed or reset before
     /// the answer. The collector may or may not have the data.
