@@ -1,8 +1,11 @@
-//! Replacing a small file whole, so that a reader never sees half of it: written to `<path>.tmp`,
-//! then renamed over `path`. Each caller chooses how much must survive, and says why.
+//! The exporter's own small files in the state dir: replaced whole, so that a reader never sees
+//! half of one (written to `<path>.tmp`, then renamed over `path`; each caller chooses how much
+//! must survive, and says why), and opened without following a symlink, so that nothing planted
+//! in the state dir makes the exporter write, truncate or read anything else. A read is of a
+//! regular file, bounded (a FIFO or `/dev/zero` in its place is an error, not a hang).
 
 use std::fs::File;
-use std::io::Write as _;
+use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
 
 /// What a replaced file survives.
@@ -23,7 +26,14 @@ pub fn replace(path: &Path, bytes: &[u8], durability: Durability) -> std::io::Re
     let mut tmp_name = path.as_os_str().to_owned();
     tmp_name.push(".tmp");
     let tmp = PathBuf::from(tmp_name);
-    let mut file = File::create(&tmp)?;
+    // A leftover (or planted) temporary goes first: removing a symlink removes the link alone.
+    match std::fs::remove_file(&tmp) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    let mut file = options_without_symlinks(File::options().write(true).create_new(true))
+        .open(&tmp)
+        .map_err(said_of_a_link)?;
     file.write_all(bytes)?;
     if durability == Durability::PowerCut {
         file.sync_data()?;
@@ -40,6 +50,71 @@ pub fn replace(path: &Path, bytes: &[u8], durability: Durability) -> std::io::Re
     Ok(())
 }
 
+/// The most the exporter reads of one of its own files: far more than it ever writes.
+pub const MAX_OWN_BYTES: u64 = 256 << 20;
+
+/// Opens a file of the state dir for reading and writing, created if missing, never through a
+/// symlink (the state lock).
+pub fn open_own(path: &Path) -> std::io::Result<File> {
+    let file = options_without_symlinks(File::options().read(true).write(true).create(true))
+        .open(path)
+        .map_err(said_of_a_link)?;
+    regular(file)
+}
+
+/// Reads a file of the state dir whole, if it is a regular file (not a symlink, FIFO or device)
+/// of at most `max_bytes`.
+pub fn read_own(path: &Path, max_bytes: u64) -> std::io::Result<Vec<u8>> {
+    let file = options_without_symlinks(File::options().read(true))
+        .open(path)
+        .map_err(said_of_a_link)?;
+    let file = regular(file)?;
+    let mut bytes = Vec::new();
+    file.take(max_bytes + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("larger than {max_bytes} bytes, which the exporter never writes"),
+        ));
+    }
+    Ok(bytes)
+}
+
+fn options_without_symlinks(options: &mut std::fs::OpenOptions) -> &mut std::fs::OpenOptions {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // O_NONBLOCK only keeps the open of a FIFO from waiting; `regular` then refuses it.
+        options
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .mode(0o600);
+    }
+    options
+}
+
+/// The error of opening a symlink without following it, as one can act on it.
+fn said_of_a_link(error: std::io::Error) -> std::io::Error {
+    #[cfg(unix)]
+    if error.raw_os_error() == Some(libc::ELOOP) {
+        return std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "a symbolic link, which the exporter never follows: remove it",
+        );
+    }
+    error
+}
+
+fn regular(file: File) -> std::io::Result<File> {
+    if file.metadata()?.is_file() {
+        Ok(file)
+    } else {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ))
+    }
+}
+
 /// Replaces the file at `path` with `value` as pretty JSON.
 pub fn replace_json(
     path: &Path,
@@ -53,6 +128,31 @@ pub fn replace_json(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn nothing_is_written_or_read_through_a_symlink_a_fifo_or_a_device() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, b"precious").unwrap();
+        let record = dir.path().join("record");
+        std::os::unix::fs::symlink(&victim, dir.path().join("record.tmp")).unwrap();
+        replace(&record, b"new", Durability::PowerCut).unwrap();
+        assert_eq!(
+            std::fs::read(&victim).unwrap(),
+            b"precious",
+            "the planted temporary is not followed"
+        );
+        assert_eq!(read_own(&record, 16).unwrap(), b"new");
+        let lock = dir.path().join("lock");
+        std::os::unix::fs::symlink(&victim, &lock).unwrap();
+        assert!(open_own(&lock).is_err());
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+        std::os::unix::fs::symlink("/dev/zero", dir.path().join("zero")).unwrap();
+        assert!(read_own(&dir.path().join("zero"), 16).is_err());
+        assert!(read_own(Path::new("/dev/zero"), 16).is_err());
+        assert!(read_own(&record, 2).is_err(), "bounded");
+    }
 
     #[test]
     fn a_replaced_file_holds_the_new_bytes_and_no_temporary_is_left() {

@@ -2,7 +2,8 @@
 //!
 //! Data flows one way: [`ledger`] (find, tail, decode) → [`series`] (the data model) →
 //! [`store`] (seen set, totals, checkpoints) → [`ingest`] → [`export`] (OTLP, `/metrics`) →
-//! [`settings`] → [`daemon`] (`run`) and [`cli`]; below them all, [`paths`] and [`files`].
+//! [`settings`] → [`daemon`] (`run`) and [`cli`]; below them all, [`shown`], [`paths`] and
+//! [`files`].
 //! `tests/layers.rs` checks that no module uses one above it (the order is in docs/design.md).
 
 pub mod cli;
@@ -15,5 +16,6 @@ pub mod paths;
 pub mod sandbox;
 pub mod series;
 pub mod settings;
+pub mod shown;
 pub mod snapshot;
 pub mod store;

@@ -1,11 +1,12 @@
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
 use reasonix_exporter::cli::args::{Cli, Command, LogFormat, Options};
-use reasonix_exporter::cli::{doctor, generate, once, status};
+use reasonix_exporter::cli::{self, doctor, generate, once, status};
 use reasonix_exporter::daemon;
 use reasonix_exporter::sandbox;
 use reasonix_exporter::settings::{Settings, process_env};
@@ -14,20 +15,24 @@ fn main() -> ExitCode {
     private_files();
     let cli = Cli::parse();
     if let Err(err) = init_logging(&cli.options) {
-        eprintln!("reasonix-exporter: {err:#}");
-        return ExitCode::FAILURE;
+        return fail(&err);
     }
     match try_main(cli) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            // One line: the error and its causes, outermost first.
-            eprintln!("reasonix-exporter: {err:#}");
-            ExitCode::FAILURE
-        }
+        Err(err) => fail(&err),
     }
 }
 
+/// One line on stderr: the error and its causes, outermost first (a closed stderr is no panic).
+fn fail(err: &anyhow::Error) -> ExitCode {
+    let _ = writeln!(std::io::stderr(), "reasonix-exporter: {err:#}");
+    ExitCode::FAILURE
+}
+
 fn try_main(cli: Cli) -> anyhow::Result<()> {
+    if !matches!(cli.command, Some(Command::Completions { .. } | Command::Man)) {
+        clock_after_1970()?;
+    }
     let settings = || Settings::resolve(&cli.options.flags, cli.options.reset_state, &process_env);
     match cli.command.unwrap_or(Command::Run) {
         Command::Run => {
@@ -41,12 +46,23 @@ fn try_main(cli: Cli) -> anyhow::Result<()> {
         Command::Status { json } => status::status(&settings()?, json),
         Command::Doctor => runtime(false)?.block_on(doctor::doctor(&settings()?)),
         // Generated from the command line's definition alone: no settings, no store.
-        Command::Completions { shell } => Ok(generate::print(&generate::completions(shell))?),
+        Command::Completions { shell } => Ok(cli::print(&generate::completions(shell))?),
         Command::Man => {
             let mut page = Vec::new();
             generate::man_page(&mut page)?;
-            Ok(generate::print(&page)?)
+            Ok(cli::print(&page)?)
         }
+    }
+}
+
+/// Every point and record carries Unix time, and the store's engine cannot start on a clock
+/// before it: say so in one line rather than fail inside it.
+fn clock_after_1970() -> anyhow::Result<()> {
+    match SystemTime::now().duration_since(UNIX_EPOCH) {
+        Ok(_) => Ok(()),
+        Err(_) => anyhow::bail!(
+            "the system clock is before 1970; set it to the right time (e.g. `timedatectl set-ntp true`) and start again"
+        ),
     }
 }
 

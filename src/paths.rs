@@ -9,6 +9,8 @@ pub enum Origin {
     Flag,
     Env(&'static str),
     ConfigFile,
+    /// `state` in the `[storage]` table of Reasonix's own `config.toml` (Reasonix Studio 2.x).
+    ReasonixConfig,
     Default,
 }
 
@@ -18,27 +20,64 @@ impl std::fmt::Display for Origin {
             Origin::Flag => f.write_str("command-line flag"),
             Origin::Env(name) => write!(f, "${name}"),
             Origin::ConfigFile => f.write_str("config file"),
+            Origin::ReasonixConfig => f.write_str("[storage] state in Reasonix's config.toml"),
             Origin::Default => f.write_str("default"),
         }
     }
 }
 
 /// Reasonix's stats folder: `<state root>/stats`, where the state root is `$REASONIX_STATE_HOME`,
-/// else `$REASONIX_HOME`, else `%APPDATA%\reasonix` on Windows, else `~/.reasonix`.
-/// Returns `None` only when no home folder can be found either.
+/// else `state` in the `[storage]` table of `<Reasonix home>/config.toml`, else the Reasonix home:
+/// `$REASONIX_HOME`, else `%APPDATA%\reasonix` on Windows, else `~/.reasonix`
+/// (`../shared/spec/ledger.md`, "Where it is"). Returns `None` only when no home folder can be
+/// found either.
 pub fn reasonix_stats_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<(PathBuf, Origin)> {
-    for name in ["REASONIX_STATE_HOME", "REASONIX_HOME"] {
-        if let Some(root) = env(name).and_then(|v| clean_path(&v, env)) {
-            return Some((root.join("stats"), Origin::Env(name)));
-        }
+    if let Some(root) = env("REASONIX_STATE_HOME").and_then(|v| clean_path(&v, env)) {
+        return Some((root.join("stats"), Origin::Env("REASONIX_STATE_HOME")));
+    }
+    let (home, origin) = reasonix_home(env)?;
+    if let Some(root) = storage_state(&home.join("config.toml"), env) {
+        return Some((root.join("stats"), Origin::ReasonixConfig));
+    }
+    Some((home.join("stats"), origin))
+}
+
+fn reasonix_home(env: &dyn Fn(&str) -> Option<String>) -> Option<(PathBuf, Origin)> {
+    if let Some(home) = env("REASONIX_HOME").and_then(|v| clean_path(&v, env)) {
+        return Some((home, Origin::Env("REASONIX_HOME")));
     }
     if cfg!(windows)
         && let Some(appdata) = env("APPDATA").and_then(|v| clean_path(&v, env))
     {
-        return Some((appdata.join("reasonix").join("stats"), Origin::Default));
+        return Some((appdata.join("reasonix"), Origin::Default));
     }
-    let home = home_dir(env)?;
-    Some((home.join(".reasonix").join("stats"), Origin::Default))
+    Some((home_dir(env)?.join(".reasonix"), Origin::Default))
+}
+
+/// The state root Reasonix's `config.toml` names, read-only: a file that is missing, unreadable,
+/// not a regular file of at most 1 MiB, or not valid TOML names nothing, as for Reasonix.
+fn storage_state(config: &std::path::Path, env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    use std::io::Read as _;
+    let mut options = std::fs::File::options();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // A FIFO swapped in is opened without waiting, then refused as not a regular file.
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = options.open(config).ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut text = String::new();
+    file.take((1 << 20) + 1).read_to_string(&mut text).ok()?;
+    if text.len() > 1 << 20 {
+        return None;
+    }
+    let doc: toml::Table = text.parse().ok()?;
+    let state = doc.get("storage")?.as_table()?.get("state")?.as_str()?;
+    clean_path(state, env)
 }
 
 /// The user's home folder: `$HOME` (`%USERPROFILE%` on Windows), else the OS's answer.
@@ -153,6 +192,35 @@ mod tests {
             reasonix_stats_dir(&env).unwrap().0,
             PathBuf::from("/b/s/x$/stats")
         );
+    }
+
+    #[test]
+    fn reasonix_studios_storage_state_comes_after_the_variable_and_before_the_home() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().to_str().unwrap();
+        let config = dir.path().join("config.toml");
+        std::fs::write(&config, "[storage]\nstate = \" $ROOT/moved \"\n").unwrap();
+        let env = env_of(&[("REASONIX_HOME", home), ("ROOT", "/r")]);
+        assert_eq!(
+            reasonix_stats_dir(&env).unwrap(),
+            (PathBuf::from("/r/moved/stats"), Origin::ReasonixConfig)
+        );
+        let env = env_of(&[("REASONIX_HOME", home), ("REASONIX_STATE_HOME", "/s")]);
+        assert_eq!(reasonix_stats_dir(&env).unwrap().0, PathBuf::from("/s/stats"));
+        for broken in [
+            "[storage]\nstate = ",
+            "[storage]\nstate = 3",
+            "state = \"/x\"",
+            "[storage]\nstate = \" \"",
+        ] {
+            std::fs::write(&config, broken).unwrap();
+            let env = env_of(&[("REASONIX_HOME", home)]);
+            assert_eq!(
+                reasonix_stats_dir(&env).unwrap(),
+                (dir.path().join("stats"), Origin::Env("REASONIX_HOME")),
+                "{broken:?} names nothing"
+            );
+        }
     }
 
     #[test]

@@ -526,56 +526,64 @@ fn duplicates_across_both_halves_of_a_large_chunk_count_once() {
     expect_model(&fx, &model);
 }
 
-/// Contract §8: `currency`, `billing_mode` and `reason` follow the label rules, and past 32
-/// distinct values of one of them further values are `other`, also across a restart (the cap
-/// starts from the values the store has).
+/// Contract §8: `currency`, `billing_mode` and `reason` follow the label rules; a currency is an
+/// ISO 4217 code (a well-formed other code makes the row `unknown_currency`) and is never folded;
+/// past 32 distinct values of `billing_mode` or `reason` further values are `other`, also across
+/// a restart (the cap starts from the values the store has), but `payg`,
+/// `subscription_equivalent` and our own reasons never are.
 #[test]
-fn cost_attribute_values_past_thirty_two_become_other() {
+fn currencies_are_never_folded_and_other_values_past_thirty_two_become_other() {
+    const CURRENCIES: [&str; 40] = [
+        "AED", "AFN", "ALL", "AMD", "AOA", "ARS", "AUD", "AWG", "AZN", "BAM", "BBD", "BDT", "BGN", "BHD",
+        "BIF", "BMD", "BND", "BOB", "BRL", "BSD", "BTN", "BWP", "BYN", "BZD", "CAD", "CDF", "CHF", "CLP",
+        "CNY", "COP", "CRC", "CUP", "CVE", "CZK", "DJF", "DKK", "DOP", "DZD", "EGP", "ERN",
+    ];
     let fx = Fixture::new();
-    let currency = |i: u8| format!("C{}{}", (b'A' + i / 26) as char, (b'A' + i % 26) as char);
+    // Well-formed, and no currency: the junk of the issue that once filled the 32.
+    let junk = |i: u8| format!("Z{}{}", if i < 26 { 'Z' } else { 'Y' }, (b'A' + i % 26) as char);
     // Row 0's billing mode and reason hold a control character: `invalid`, one of the 32.
-    let mode = |i: u8| {
+    let odd = |i: u8, prefix: &str| {
         if i == 0 {
             r"\u0007".to_string()
         } else {
-            format!("m{i}")
+            format!("{prefix}{i}")
         }
     };
-    let reason = |i: u8| {
-        if i == 0 {
-            r"\u0007".to_string()
-        } else {
-            format!("r{i}")
-        }
+    let priced = |ts: &str, amount: &str, currency: &str, mode: &str| {
+        format!(
+            r#"{{"ts":"2026-08-07T00:{ts}Z","model":"x/y","source":"cli","total":1,"requests":1,"cost_amount":"{amount}","cost_currency":"{currency}","cost_complete":true,"billing_mode":"{mode}"}}"#
+        )
     };
     let rows = |from: u8, to: u8| -> Vec<String> {
         (from..to)
             .flat_map(|i| {
-                let priced = format!(
-                    r#"{{"ts":"2026-08-07T00:00:{:02}Z","model":"x/y","source":"cli","total":1,"requests":1,"cost_amount":"1","cost_currency":"{}","cost_complete":true,"billing_mode":"{}"}}"#,
-                    i % 60,
-                    currency(i),
-                    mode(i)
-                );
                 let unpriced = format!(
                     r#"{{"ts":"2026-08-07T00:01:{:02}Z","model":"x/y","source":"cli","total":1,"requests":1,"cost_complete":false,"incomplete_reason":"{}"}}"#,
                     i % 60,
-                    reason(i)
+                    odd(i, "r")
                 );
-                [priced, unpriced]
+                [
+                    priced(&format!("00:{:02}", i % 60), "1", &junk(i), "payg"),
+                    priced(&format!("02:{:02}", i % 60), "1", CURRENCIES[i as usize], &odd(i, "m")),
+                    unpriced,
+                ]
             })
             .collect()
     };
-    let append = |from, to| {
-        let lines = rows(from, to);
+    let append = |lines: Vec<String>| {
         fx.append_lines(
             "2026-08-07.jsonl",
             &lines.iter().map(String::as_str).collect::<Vec<_>>(),
         );
         fx.ingest();
     };
-    append(0, 20);
-    append(20, 40);
+    append(rows(0, 20));
+    append(rows(20, 40));
+    append(vec![
+        priced("03:00", "100", "EUR", "payg"),
+        priced("03:01", "2000", "JPY", "subscription_equivalent"),
+        priced("03:02", "3", "USD", "payg"),
+    ]);
 
     let status = fx.status();
     let got_cost: std::collections::BTreeMap<(String, String), String> = status["cost"]
@@ -588,15 +596,17 @@ fn cost_attribute_values_past_thirty_two_become_other() {
         })
         .collect();
     let mut want_cost = std::collections::BTreeMap::new();
-    for i in 0..32u8 {
-        let mode = if i == 0 {
-            "invalid".to_string()
-        } else {
-            format!("m{i}")
+    for (i, currency) in CURRENCIES.iter().enumerate() {
+        let mode = match i {
+            0 => "invalid".to_string(),
+            1..32 => format!("m{i}"),
+            _ => "other".to_string(),
         };
-        want_cost.insert((currency(i), mode), "1".to_string());
+        want_cost.insert((currency.to_string(), mode), "1".to_string());
     }
-    want_cost.insert(("other".into(), "other".into()), "8".into());
+    want_cost.insert(("EUR".into(), "payg".into()), "100".into());
+    want_cost.insert(("JPY".into(), "subscription_equivalent".into()), "2000".into());
+    want_cost.insert(("USD".into(), "payg".into()), "3".into());
     assert_eq!(got_cost, want_cost);
 
     let got_unpriced: std::collections::BTreeMap<String, u64> = status["unpriced"]
@@ -614,6 +624,7 @@ fn cost_attribute_values_past_thirty_two_become_other() {
         (1..32u8).map(|i| (format!("r{i}"), 1)).collect();
     want_unpriced.insert("invalid".into(), 1);
     want_unpriced.insert("other".into(), 8);
+    want_unpriced.insert("unknown_currency".into(), 40);
     assert_eq!(got_unpriced, want_unpriced);
-    assert_eq!(sum(&status, "requests"), 80, "no token or request hidden");
+    assert_eq!(sum(&status, "requests"), 123, "no token or request hidden");
 }

@@ -108,3 +108,31 @@ fn unreachable_collector_and_taken_port_are_problems_with_fixes() {
     assert!(!stdout.contains("s3cret"));
     drop(taken);
 }
+
+/// `../shared/spec/ledger.md`, "Where it is": a state root Reasonix Studio moved with
+/// `[storage] state` in Reasonix's `config.toml` is where the ledger is counted from, and
+/// `doctor` says which link of the chain decided. The config file is never written.
+#[test]
+fn a_state_root_moved_in_reasonix_studios_config_is_followed_and_named() {
+    let fx = Fixture::new();
+    let moved = fx.root.path().join("moved");
+    std::fs::create_dir_all(moved.join("stats")).unwrap();
+    let config = fx.home.join(".reasonix").join("config.toml");
+    let text = format!("[storage]\nstate = \"{}\"\n", moved.display());
+    std::fs::write(&config, &text).unwrap();
+    std::fs::write(
+        moved.join("stats").join("2026-10-01.jsonl"),
+        "{\"ts\":\"2026-10-01T10:00:00Z\",\"source\":\"code\",\"turn\":true}\n",
+    )
+    .unwrap();
+    assert_success(&fx.run(&["once", "--otlp", "off"]));
+    assert_eq!(fx.status()["lines"]["counted"], 1);
+    let out = fx.run(&["doctor", "--otlp", "off", "--prometheus", "off"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = format!(
+        "{} (from [storage] state in Reasonix's config.toml)",
+        moved.join("stats").display()
+    );
+    assert!(stdout.contains(&line), "{stdout}");
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), text, "never written");
+}

@@ -18,7 +18,8 @@ use common::model::Model;
 use common::receiver::Receiver;
 use common::{Fixture, assert_success, scrape_totals, the_error_line, wait_until};
 
-/// A size-limited tmpfs mounted at a path for the life of the guard.
+/// A size-limited tmpfs mounted at a path for the life of the guard, private to its user as a
+/// state dir is (a tmpfs root is 1777 otherwise, which the exporter refuses: contract §7).
 struct Mount {
     at: PathBuf,
 }
@@ -27,7 +28,7 @@ impl Mount {
     fn tmpfs(at: &Path, size: &str) -> Option<Mount> {
         std::fs::create_dir_all(at).unwrap();
         let out = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .args(["-t", "tmpfs", "-o", &format!("size={size},mode=0700"), "tmpfs"])
             .arg(at)
             .output()
             .ok()?;
@@ -696,8 +697,10 @@ fn libfaketime() -> Option<PathBuf> {
         .find(|lib| lib.exists())
 }
 
-/// The wall clock set back (libfaketime, preloaded): runs that start "earlier" than the ones
-/// before them still deliver exactly, `once` and `run` alike, and nothing panics.
+/// The wall clock set back by minutes (libfaketime, preloaded), as an NTP step does: runs that
+/// start "earlier" than the ones before them still deliver exactly, `once` and `run` alike, each
+/// export a millisecond after the one before, and nothing panics. (Set back by more than 10
+/// minutes, the stream follows the clock: `a_clock_that_ran_fast_does_not_leave_the_stream_in_the_future`.)
 #[test]
 fn clock_moved_backwards_still_delivers_exact_totals() {
     let Some(lib) = libfaketime() else {
@@ -725,23 +728,27 @@ fn clock_moved_backwards_still_delivers_exact_totals() {
     add(&fx, &mut model, &all_days[0]);
     assert_success(&fx.export_to(&receiver));
 
-    // Two days back.
+    // Five minutes back.
     add(&fx, &mut model, &all_days[1]);
     let mut once = fx.command(&["once", "--otlp-endpoint", &receiver.endpoint]);
-    once.envs(clock("-2d"));
+    once.envs(clock("-5m"));
     let out = once.output().unwrap();
     assert_success(&out);
-    let today = Command::new("date").args(["-u", "+%F"]).output().unwrap().stdout;
-    let today = String::from_utf8_lossy(&today).trim().to_string();
+    let minute = Command::new("date")
+        .args(["-u", "+%FT%H:%M"])
+        .output()
+        .unwrap()
+        .stdout;
+    let minute = String::from_utf8_lossy(&minute).trim().to_string();
     let logged = String::from_utf8_lossy(&out.stderr).to_string();
     assert!(
-        !logged.is_empty() && !logged.starts_with(&today),
+        !logged.is_empty() && !logged.starts_with(&minute),
         "the clock was moved: {logged}"
     );
     assert_eq!(receiver.backend_totals(), model.expected.totals());
 
-    // The daemon three days back, with lines arriving while it runs.
-    let env = clock("-3d");
+    // The daemon eight minutes back, with lines arriving while it runs.
+    let env = clock("-8m");
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let daemon = fx.spawn_with(
         &[
@@ -817,4 +824,150 @@ fn a_file_deleted_while_being_read_counts_all_or_nothing() {
     // Nothing more later: the file is gone.
     fx.ingest();
     assert_eq!(fx.status(), status);
+}
+
+/// Contract §4, "Time": a clock before 1970 is a one-line error naming the clock, for every
+/// command that opens the store, never a panic.
+#[test]
+fn a_clock_before_1970_is_one_line_never_a_panic() {
+    let Some(lib) = libfaketime() else {
+        common::tools::skip("libfaketime is not installed (apt-get install faketime)");
+        return;
+    };
+    let fx = Fixture::new();
+    fx.append_lines(
+        "2026-10-01.jsonl",
+        &[r#"{"ts":"2026-10-01T10:00:00Z","source":"code","turn":true}"#],
+    );
+    for args in [
+        &["once", "--otlp-endpoint", "http://127.0.0.1:9/v1/metrics"][..],
+        &["run", "--prometheus", "off"],
+        &["status"],
+        &["doctor"],
+    ] {
+        let out = fx
+            .command(args)
+            .env("LD_PRELOAD", &lib)
+            .env("FAKETIME", "@1969-12-31 23:59:00")
+            .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let line = the_error_line(&out);
+        assert!(
+            line.contains("the system clock is before 1970"),
+            "{args:?}: {line}"
+        );
+    }
+}
+
+/// Contract §7: a ledger file's name never reaches a log line raw: a newline in it cannot start
+/// a forged line, an escape sequence is inert.
+#[test]
+fn an_unreadable_files_name_cannot_forge_a_log_line() {
+    let Some(setpriv) = as_nobody() else {
+        return;
+    };
+    let fx = Fixture::new();
+    let mut model = Model::default();
+    ledger(&fx, &mut model, &mut Generator::new(8), 10);
+    for dir in [fx.root.path(), &fx.home, fx.stats.parent().unwrap(), &fx.stats] {
+        chmod(dir, 0o755);
+    }
+    std::fs::create_dir_all(&fx.state).unwrap();
+    std::os::unix::fs::chown(&fx.state, Some(65534), Some(65534)).unwrap();
+    let name = "x\n2026-12-02T10:00:00.000000Z  INFO forged\x1b[2J.jsonl";
+    fx.append(name, b"{}\n");
+    chmod(&fx.path(name), 0o000);
+    let daemon = fx.spawn_via("setpriv", &setpriv, &["--otlp", "off", "--prometheus", "off"]);
+    assert!(wait_until(Duration::from_secs(10), || daemon
+        .log_text()
+        .contains("cannot be read")));
+    let (_, _, log) = daemon.terminate();
+    assert!(
+        log.contains("x\\u{a}2026-12-02"),
+        "the name is shown, escaped: {log}"
+    );
+    assert!(
+        !log.lines().any(|l| l.starts_with("2026-12-02T10:00:00.000000Z")),
+        "{log}"
+    );
+    assert!(!log.contains('\x1b'), "{log}");
+}
+
+/// The time of the ledger points in the last request `receiver` took (Unix ns).
+fn last_point_ns(receiver: &Receiver) -> u64 {
+    use opentelemetry_proto::tonic::metrics::v1::metric::Data;
+    receiver
+        .data_requests()
+        .last()
+        .into_iter()
+        .flat_map(|r| &r.resource_metrics)
+        .flat_map(|rm| &rm.scope_metrics)
+        .flat_map(|sm| &sm.metrics)
+        .filter_map(|m| match &m.data {
+            Some(Data::Sum(sum)) => sum.data_points.iter().map(|p| p.time_unix_nano).max(),
+            _ => None,
+        })
+        .max()
+        .expect("a point")
+}
+
+/// Contract §4, "Time": a clock that ran fast and came back leaves the stream dated by the
+/// clock, not in the future; `doctor` says what happened meanwhile.
+#[test]
+fn a_clock_that_ran_fast_does_not_leave_the_stream_in_the_future() {
+    let Some(lib) = libfaketime() else {
+        common::tools::skip("libfaketime is not installed (apt-get install faketime)");
+        return;
+    };
+    let fx = Fixture::new();
+    let receiver = Receiver::http();
+    let mut model = Model::default();
+    let mut generator = Generator::new(14);
+    ledger(&fx, &mut model, &mut generator, 20);
+    let fast = fx
+        .command(&["once", "--otlp-endpoint", &receiver.endpoint])
+        .env("LD_PRELOAD", &lib)
+        .env("FAKETIME", "+3650d")
+        .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
+        .output()
+        .unwrap();
+    assert_success(&fast);
+    let now_ns = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64
+    };
+    assert!(last_point_ns(&receiver) > now_ns() + 3000 * 86_400 * 1_000_000_000);
+    let doctor = fx.run(&["doctor", "--otlp-endpoint", &receiver.endpoint]);
+    let said = String::from_utf8_lossy(&doctor.stdout);
+    assert!(
+        said.contains("PROBLEM  clock") && said.contains("ahead of the clock"),
+        "{said}"
+    );
+
+    let text = generator.day_file("2026-10-09", 20);
+    fx.append("2026-10-09.jsonl", text.as_bytes());
+    model.feed(text.as_bytes());
+    let right = fx.export_to(&receiver);
+    assert_success(&right);
+    assert!(
+        String::from_utf8_lossy(&right.stderr).contains("ahead of the clock"),
+        "said once"
+    );
+    let newest = last_point_ns(&receiver);
+    let now = now_ns();
+    assert!(
+        newest <= now && newest + 60_000_000_000 > now,
+        "dated by the clock: {newest} at {now}"
+    );
+    let doctor = fx.run(&["doctor", "--otlp-endpoint", &receiver.endpoint]);
+    assert!(!String::from_utf8_lossy(&doctor.stdout).contains("PROBLEM  clock"));
 }

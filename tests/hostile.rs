@@ -296,6 +296,17 @@ fn credentials_in_the_endpoint_url_never_reach_output() {
             &format!("ftp://u:{SECRET}@h/?k={SECRET}"),
         ]),
     ];
+    // Mistyped, and passwords holding what ends a URL's authority.
+    for endpoint in [
+        format!("http:/user:{SECRET}@127.0.0.1:9/v1/metrics"),
+        format!("https//user:{SECRET}@127.0.0.1:9/v1/metrics"),
+        format!("http://user:x/{SECRET}@127.0.0.1:9/v1/metrics"),
+        format!("http://user:x?{SECRET}@127.0.0.1:9/v1/metrics"),
+        format!("http://user:x#{SECRET}@127.0.0.1:9/v1/metrics"),
+    ] {
+        outputs.push(fx.run(&["once", "--otlp-endpoint", &endpoint]));
+        outputs.push(fx.run(&["doctor", "--otlp-endpoint", &endpoint]));
+    }
     let daemon = fx.spawn(&["--otlp-endpoint", &endpoint, "--prometheus", "off"]);
     assert!(wait_until(Duration::from_secs(20), || daemon
         .log_text()
@@ -719,4 +730,230 @@ fn running_out_of_descriptors_is_reported_and_passes() {
         "{}",
         daemon.log_text()
     );
+}
+
+/// Contract §7: a closed standard output (`status | head`) ends a command quietly.
+#[test]
+fn a_closed_standard_output_ends_a_command_quietly() {
+    let fx = Fixture::new();
+    ledger(&fx, &mut Model::default(), 8, 20);
+    fx.ingest();
+    for (args, code) in [
+        (&["status", "--json"][..], Some(0)),
+        (&["status"], Some(0)),
+        // The collector is not there: a problem, said on stderr.
+        (
+            &["doctor", "--otlp-endpoint", "http://127.0.0.1:9/v1/metrics"],
+            Some(1),
+        ),
+        (&["completions", "bash"], Some(0)),
+    ] {
+        let mut child = fx
+            .command(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The reader goes away before the command writes a byte.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), code, "{args:?}: {stderr}");
+        assert!(
+            !stderr.contains("panicked") && !stderr.contains("Broken pipe"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
+/// Contract §7: what a collector says back never reaches a log line or a terminal raw: a
+/// newline in its gRPC status cannot start a forged log line, an escape sequence is inert.
+#[test]
+fn a_collectors_words_cannot_forge_a_log_line_or_reach_the_terminal() {
+    let fx = Fixture::new();
+    ledger(&fx, &mut Model::default(), 8, 20);
+    let receiver = Receiver::grpc();
+    receiver.refuse_saying("busy\n2026-12-02T10:00:00.000000Z  INFO exported 46 data points\x1b[2J");
+    let target = [
+        "--otlp-protocol",
+        receiver.protocol,
+        "--otlp-endpoint",
+        &receiver.endpoint,
+    ];
+    let outputs = [
+        fx.run(&[&["once"][..], &target].concat()),
+        fx.run(&[&["doctor"][..], &target].concat()),
+    ];
+    let daemon = fx.spawn(&[&target[..], &["--prometheus", "off"]].concat());
+    assert!(wait_until(Duration::from_secs(20), || daemon
+        .log_text()
+        .contains("busy")));
+    let (_, _, log) = daemon.terminate();
+    let texts = outputs.iter().map(|out| {
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    for text in texts.chain([log]) {
+        assert!(
+            text.contains("busy\\u{a}2026-12-02"),
+            "the answer is shown, escaped: {text}"
+        );
+        assert!(
+            !text.lines().any(|l| l.starts_with("2026-12-02T10:00:00.000000Z")),
+            "a forged line: {text}"
+        );
+        assert!(
+            !text.contains('\x1b'),
+            "an escape sequence reached the output: {text}"
+        );
+    }
+}
+
+/// Contract §7: what a collector sends back is bounded in size: an answer that never ends (a
+/// chunked 200 over HTTP) costs `once` and `doctor` no more memory than a short one.
+#[test]
+fn an_endless_answer_from_the_collector_is_read_in_bounded_memory() {
+    if !std::path::Path::new("/usr/bin/time").exists() {
+        common::tools::skip("GNU time is not installed (apt-get install time)");
+        return;
+    }
+    let fx = Fixture::new();
+    ledger(&fx, &mut Model::default(), 8, 20);
+    let receiver = Receiver::http();
+    receiver.endless_answers(true);
+    let report = fx.root.path().join("time.txt");
+    let report_arg = report.display().to_string();
+    for (args, code) in [
+        (&["once", "--otlp-endpoint", &receiver.endpoint][..], Some(0)),
+        (&["doctor", "--otlp-endpoint", &receiver.endpoint], None),
+    ] {
+        let started = Instant::now();
+        let out = fx
+            .command_via("/usr/bin/time", &["-f", "%M", "-o", &report_arg], args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let measured = std::fs::read_to_string(&report).unwrap_or_default();
+        let peak: u64 = measured
+            .lines()
+            .last()
+            .and_then(|l| l.trim().parse().ok())
+            .unwrap_or_else(|| panic!("GNU time's report: {measured}"));
+        assert!(peak < 150 * 1024, "{args:?}: {peak} KiB at its peak: {stderr}");
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "{args:?} took {:?}",
+            started.elapsed()
+        );
+        if code.is_some() {
+            assert_eq!(out.status.code(), code, "{args:?}: {stderr}");
+        }
+    }
+}
+
+/// Contract §7: the state dir is trusted only as far as it is the user's own. A symlink planted
+/// as its lock or as a record's temporary is never followed (the victim is untouched), a state
+/// dir others can write is made private, a FIFO or `/dev/zero` in place of the snapshot never
+/// hangs `status`, and a state dir inside the stats folder is refused.
+#[test]
+#[cfg(unix)]
+fn nothing_planted_in_the_state_dir_is_followed_and_it_stays_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let fx = Fixture::new();
+    ledger(&fx, &mut Model::default(), 8, 20);
+    fx.ingest();
+    let victim = fx.root.path().join("victim");
+    std::fs::write(&victim, b"precious").unwrap();
+    let lock = fx.state.join("lock");
+    std::fs::remove_file(&lock).unwrap();
+    std::os::unix::fs::symlink(&victim, &lock).unwrap();
+    for args in [
+        &["status"][..],
+        &["doctor", "--otlp", "off"],
+        &["once", "--otlp", "off", "--sandbox", "off"],
+    ] {
+        let out = fx.run(args);
+        assert!(!out.status.success(), "{args:?} used the planted lock");
+        assert_eq!(out.status.code(), Some(1), "{args:?}: no panic");
+    }
+    assert_eq!(
+        std::fs::read(&victim).unwrap(),
+        b"precious",
+        "the lock's target is untouched"
+    );
+    std::fs::remove_file(&lock).unwrap();
+
+    let receiver = Receiver::http();
+    let outside = fx.root.path().join("outside");
+    std::os::unix::fs::symlink(&outside, fx.state.join("stream.tmp")).unwrap();
+    std::fs::set_permissions(&fx.state, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out = fx.export_to(&receiver);
+    assert_success(&out);
+    assert!(
+        !outside.exists(),
+        "the stream record was written through the planted link"
+    );
+    let mode = std::fs::metadata(&fx.state).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "made private");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("made private"));
+
+    // `status` reads the snapshot only while `run` holds the store.
+    let daemon = fx.spawn(&["--otlp", "off", "--prometheus", "off"]);
+    let snapshot = fx.state.join("status.json");
+    assert!(wait_until(Duration::from_secs(20), || snapshot.exists()));
+    for planted in ["fifo", "/dev/zero"] {
+        std::fs::remove_file(&snapshot).unwrap();
+        if planted == "fifo" {
+            let c_path = std::ffi::CString::new(snapshot.as_os_str().as_encoded_bytes()).unwrap();
+            // SAFETY: a valid NUL-terminated path.
+            assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        } else {
+            std::os::unix::fs::symlink(planted, &snapshot).unwrap();
+        }
+        let started = Instant::now();
+        let out = run_within(&fx, &["status"], &[], Duration::from_secs(10));
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{planted}: status hung"
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{planted}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    daemon.terminate();
+
+    // Inside, as written, through `..`, or through a link to the stats folder.
+    let link = fx.root.path().join("link");
+    std::os::unix::fs::symlink(&fx.stats, &link).unwrap();
+    for inside in [
+        fx.stats.join("state"),
+        fx.stats.join("x/../state"),
+        link.join("state"),
+    ] {
+        let out = Command::new(common::BIN)
+            .env_clear()
+            .env("HOME", &fx.home)
+            .arg("--state-dir")
+            .arg(&inside)
+            .args(["once", "--otlp", "off"])
+            .output()
+            .unwrap();
+        let line = the_error_line(&out);
+        assert!(line.contains("inside the stats folder"), "{line}");
+        assert!(
+            !fx.stats.join("state").exists(),
+            "nothing was written into Reasonix's folder"
+        );
+    }
+    // The store's own folder a link: never opened through it.
+    std::fs::rename(fx.state.join("store"), fx.root.path().join("elsewhere")).unwrap();
+    std::os::unix::fs::symlink(fx.root.path().join("elsewhere"), fx.state.join("store")).unwrap();
+    let line = the_error_line(&fx.run(&["status"]));
+    assert!(line.contains("symbolic link"), "{line}");
 }

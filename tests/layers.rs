@@ -5,9 +5,9 @@
 use std::path::{Path, PathBuf};
 
 /// The top-level modules, lowest first: each may use only those before it.
-const LAYERS: [&str; 12] = [
-    "paths", "files", "ledger", "series", "store", "ingest", "snapshot", "export", "sandbox", "settings",
-    "daemon", "cli",
+const LAYERS: [&str; 13] = [
+    "shown", "paths", "files", "ledger", "series", "store", "ingest", "snapshot", "export", "sandbox",
+    "settings", "daemon", "cli",
 ];
 
 const MAX_FILE_LINES: usize = 500;

@@ -570,3 +570,32 @@ fn a_store_that_exported_delta_sends_no_zero_when_it_turns_cumulative() {
         "one export of values, no birth: kimi-k2 reached the backend as delta"
     );
 }
+
+/// Contract §4, "Delta": an answer that cannot be decoded (here past tonic's 4 MiB limit) is an
+/// outcome unknown, counted as delivered, never a refusal sent again: delta never over-counts.
+#[test]
+fn delta_over_grpc_with_unreadable_answers_never_exceeds_the_truth() {
+    let receiver = Receiver::grpc();
+    receiver.endless_answers(true);
+    let fx = Fixture::new();
+    let mut model = Model::default();
+    realistic_ledger(&fx, &mut model, 12);
+    for run in 0..3 {
+        let out = fx
+            .command(&[
+                "once",
+                "--otlp-protocol",
+                "grpc",
+                "--otlp-endpoint",
+                &receiver.endpoint,
+            ])
+            .env("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", "delta")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        // The first run sends everything; the later ones have nothing new to send.
+        assert_eq!(stderr.contains("outcome unknown"), run == 0, "{stderr}");
+        assert!(!stderr.contains("refused"), "{stderr}");
+    }
+    assert_eq!(receiver.backend_totals(), model.expected.totals());
+}

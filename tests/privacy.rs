@@ -189,8 +189,11 @@ fn nothing_but_the_day_files_the_state_dir_and_system_files_is_opened() {
             .strip_prefix(&stats)
             .map(|rest| rest.trim_start_matches('/'))
             .is_some_and(|name| name.is_empty() || (name.ends_with(".jsonl") && !name.contains('/')));
-        let allowed =
-            day_file || path.starts_with(&state) || system.iter().any(|prefix| path.starts_with(prefix));
+        let reasonix_config = *path == reasonix_config_of(&stats) && call.contains("O_RDONLY");
+        let allowed = day_file
+            || reasonix_config
+            || path.starts_with(&state)
+            || system.iter().any(|prefix| path.starts_with(prefix));
         assert!(allowed, "the exporter touched {path}: {call}");
     }
 }
@@ -205,17 +208,27 @@ fn only_top_level_stats_jsonl_files_are_opened_and_only_read_only() {
     plant(&fx);
     std::fs::write(fx.stats.join(".append.lock"), b"").unwrap();
     let stats = fx.stats.to_string_lossy().to_string();
-    let calls = traced_paths(&fx, &["once", "--otlp", "off"]);
-    assert!(
-        calls.iter().any(|(p, _)| p.ends_with("2026-08-07.jsonl")),
-        "the ledger was read: {calls:?}"
-    );
-    for (path, call) in &calls {
-        let inside = path.strip_prefix(&stats).map(|rest| rest.trim_start_matches('/'));
+    for args in [&["once", "--otlp", "off"], &["doctor", "--otlp", "off"]] {
+        let calls = traced_paths(&fx, args);
+        assert!(
+            calls.iter().any(|(p, _)| p.ends_with("2026-08-07.jsonl")),
+            "{args:?} read the ledger: {calls:?}"
+        );
+        check_ledger_opens(&stats, &calls);
+    }
+}
+
+/// Every access under the Reasonix home is an open of the stats folder, a top-level day file
+/// or Reasonix's `config.toml` (where Reasonix Studio may have moved the state root), read-only
+/// and without touching the access time of a day file.
+fn check_ledger_opens(stats: &str, calls: &[(String, String)]) {
+    let config = reasonix_config_of(stats);
+    for (path, call) in calls {
+        let inside = path.strip_prefix(stats).map(|rest| rest.trim_start_matches('/'));
         let allowed = match inside {
             Some("") => true,
             Some(name) => name.ends_with(".jsonl") && !name.contains('/'),
-            None => false,
+            None => *path == config,
         };
         assert!(allowed, "unexpected access under the Reasonix home: {call}");
         assert!(
@@ -224,6 +237,9 @@ fn only_top_level_stats_jsonl_files_are_opened_and_only_read_only() {
         );
         assert!(call.contains("O_RDONLY"), "not read-only: {call}");
         assert!(!call.contains("O_CREAT") && !call.contains("O_TRUNC"), "{call}");
+        if path.ends_with(".jsonl") {
+            assert!(call.contains("O_NOATIME"), "the access time is touched: {call}");
+        }
     }
 }
 
@@ -274,4 +290,11 @@ fn otlp_header_values_never_reach_a_log_line() {
         }
         assert!(!delivered.stderr.is_empty(), "trace logging was on");
     }
+}
+
+/// Reasonix's own `config.toml`, beside the stats folder `stats` in the Reasonix home.
+#[cfg(target_os = "linux")]
+fn reasonix_config_of(stats: &str) -> String {
+    let home = std::path::Path::new(stats).parent().expect("the Reasonix home");
+    home.join("config.toml").to_string_lossy().into_owned()
 }

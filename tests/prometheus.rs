@@ -143,6 +143,13 @@ fn created_of(port: u16, model: &str) -> Option<u64> {
     Some(secs.parse::<u64>().ok()? * 1000 + ms.parse::<u64>().ok()?)
 }
 
+/// A usage line of `model` at minute `minute` of a morning.
+fn line(model: &str, minute: u32) -> String {
+    format!(
+        r#"{{"ts":"2026-11-30T10:{minute:02}:00+08:00","model":"{model}","source":"code","prompt":900,"completion":40,"reasoning":0,"cache_hit":600,"cache_miss":300,"total":940,"requests":1}}"#
+    )
+}
+
 fn unix_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -156,11 +163,6 @@ fn unix_ms() -> u64 {
 #[test]
 fn a_store_restored_from_a_backup_serves_no_birth_after_what_was_scraped() {
     let fx = Fixture::new();
-    let line = |model: &str, minute: u32| {
-        format!(
-            r#"{{"ts":"2026-11-30T10:{minute:02}:00+08:00","model":"{model}","source":"code","prompt":900,"completion":40,"reasoning":0,"cache_hit":600,"cache_miss":300,"total":940,"requests":1}}"#
-        )
-    };
     fx.append_lines("2026-11-30.jsonl", &[&line("deepseek-chat", 0)]);
     let (daemon, _) = fx.spawn_serving(&[]);
     daemon.terminate();
@@ -194,6 +196,34 @@ fn a_store_restored_from_a_backup_serves_no_birth_after_what_was_scraped() {
     assert!(
         again <= created,
         "born again at {again} ms, after the lost run served it (from {first_scraped_ms} ms, born {created} ms)"
+    );
+    daemon.terminate();
+}
+
+/// A series that lands while `run` (serving `/metrics` alone) is stopped is born just after the
+/// last publication of the run before — not at the stream's start, which Prometheus would take
+/// for no zero at all — and before the first scrape that can see it.
+#[test]
+fn a_series_that_lands_while_run_is_stopped_is_born_after_its_last_publication() {
+    let fx = Fixture::new();
+    fx.append_lines("2026-11-30.jsonl", &[&line("deepseek-chat", 0)]);
+    let (daemon, _) = fx.spawn_serving(&[]);
+    // Long enough that the stream's start is far behind the stop.
+    std::thread::sleep(Duration::from_millis(1500));
+    let stopped_ms = unix_ms();
+    daemon.terminate();
+    fx.append_lines("2026-11-30.jsonl", &[&line("kimi-k2", 1)]);
+    let (daemon, port) = fx.spawn_serving(&[]);
+    let started_ms = unix_ms();
+    let mut created = None;
+    assert!(wait_until(Duration::from_secs(20), || {
+        created = created_of(port, "kimi-k2");
+        created.is_some()
+    }));
+    let created = created.unwrap();
+    assert!(
+        created + 1000 >= stopped_ms && created <= started_ms,
+        "born at {created} ms; stopped at {stopped_ms} ms, started at {started_ms} ms"
     );
     daemon.terminate();
 }

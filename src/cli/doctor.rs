@@ -46,14 +46,18 @@ pub async fn doctor(settings: &Settings) -> anyhow::Result<()> {
     check_collector(settings, &mut report).await;
     check_prometheus(settings, &mut report).await;
     check_sandbox(settings, &mut report);
-    println!("reasonix-exporter {} doctor", env!("CARGO_PKG_VERSION"));
+    let mut text = format!("reasonix-exporter {} doctor\n", env!("CARGO_PKG_VERSION"));
     for line in &report.lines {
-        println!("{line}");
+        text.push_str(line);
+        text.push('\n');
     }
+    if report.problems == 0 {
+        text.push_str("no problems found\n");
+    }
+    super::print(text.as_bytes())?;
     if report.problems > 0 {
         anyhow::bail!("{} problem(s) found; see the fixes above", report.problems);
     }
-    println!("no problems found");
     Ok(())
 }
 
@@ -150,7 +154,7 @@ fn last_line_time(path: &Path) -> Option<String> {
     struct Ts {
         ts: Option<String>,
     }
-    let file = std::fs::File::open(path).ok()?;
+    let file = crate::ledger::tail::open_read_only(path).ok()?;
     let len = file.metadata().ok()?.len();
     let window = len.min(64 * 1024);
     let mut buf = vec![0; window as usize];
@@ -197,6 +201,7 @@ fn check_store(settings: &Settings, report: &mut Report) {
                 ),
             );
             report_pricing(&store, report);
+            report_clock(&store, report);
         }
         Err(StoreError::Locked { owner, .. }) => {
             report.ok(
@@ -229,6 +234,23 @@ fn check_store(settings: &Settings, report: &mut Report) {
     }
 }
 
+/// A stream dated ahead of the clock: written while the clock ran fast.
+fn report_clock(store: &Store, report: &mut Report) {
+    let now = crate::export::otlp::now_ns();
+    let stream = store.stream();
+    if stream.ahead_of(now) {
+        let ahead = std::time::Duration::from_secs((stream.newest_ns() - now) / 1_000_000_000);
+        report.problem(
+            "clock",
+            format!(
+                "the store's stream is dated {} ahead of the clock: the clock ran fast when it was written",
+                humantime::format_duration(ahead)
+            ),
+            "make sure the clock is right now (`timedatectl`); the next `run` or `once` dates the stream by it again",
+        );
+    }
+}
+
 /// How many requests carry Reasonix's price quote, and why the others do not.
 fn report_pricing(store: &Store, report: &mut Report) {
     let doc = StatusJson::of(store.lifetime(), store.counts());
@@ -242,7 +264,7 @@ fn report_pricing(store: &Store, report: &mut Report) {
 
 /// The same from the snapshot a running daemon keeps, when the store is in its hands.
 fn report_pricing_of_snapshot(state_dir: &Path, report: &mut Report) {
-    let doc = std::fs::read(crate::snapshot::path_in(state_dir))
+    let doc = crate::files::read_own(&crate::snapshot::path_in(state_dir), crate::files::MAX_OWN_BYTES)
         .ok()
         .and_then(|bytes| serde_json::from_slice::<StatusJson>(&bytes).ok());
     if let Some(doc) = doc {

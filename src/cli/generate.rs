@@ -17,15 +17,6 @@ pub fn completions(shell: clap_complete::Shell) -> Vec<u8> {
     out
 }
 
-/// Writes `bytes` to standard output; a reader that went away early (`| head`) is not an error.
-pub fn print(bytes: &[u8]) -> std::io::Result<()> {
-    let mut stdout = std::io::stdout().lock();
-    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => other,
-    }
-}
-
 /// Writes the man page, one roff document covering every command, to `out`.
 pub fn man_page(out: &mut impl Write) -> std::io::Result<()> {
     let command = Cli::command();

@@ -17,13 +17,13 @@ pub fn status(settings: &Settings, json: bool) -> anyhow::Result<()> {
         ),
         Err(StoreError::Locked { owner, .. }) => {
             let path = snapshot::path_in(state_dir);
-            let text = std::fs::read_to_string(&path).with_context(|| {
+            let bytes = crate::files::read_own(&path, crate::files::MAX_OWN_BYTES).with_context(|| {
                 format!(
                     "the store is in use by a running exporter and its snapshot {} cannot be read",
                     path.display()
                 )
             })?;
-            let doc = serde_json::from_str(&text).with_context(|| {
+            let doc = serde_json::from_slice(&bytes).with_context(|| {
                 format!(
                     "snapshot {} is unreadable; it is rewritten on the next commit",
                     path.display()
@@ -53,7 +53,7 @@ pub fn status(settings: &Settings, json: bool) -> anyhow::Result<()> {
         }
         table
     };
-    println!("{text}");
+    super::print(format!("{text}\n").as_bytes())?;
     Ok(())
 }
 

@@ -221,7 +221,13 @@ impl Daemon {
         // any scrape could have seen it (docs/counting-rules.md, "Births").
         let series = store.lifetime().len();
         if series != self.births_noted.0 {
-            let absent_ns = self.published_ns.unwrap_or_else(|| store.stream().newest_ns());
+            if let Err(e) = store.bring_stream_back(now_ns) {
+                tracing::warn!("cannot note the clock's time in the state dir: {e}");
+            }
+            let absent_ns = self
+                .published_ns
+                .unwrap_or_else(|| store.stream().newest_ns())
+                .min(now_ns);
             match store.record_births(absent_ns.saturating_add(1_000_000)) {
                 Ok(()) => {
                     let born = store.stream().births.iter().filter(|(_, ns)| **ns > 0);
@@ -229,6 +235,15 @@ impl Daemon {
                 }
                 // Tried again at the next publication; until then a new series has no `_created`.
                 Err(e) => tracing::warn!("cannot note new series in the state dir: {e}"),
+            }
+        }
+        // A moment the snapshot holds the series the stream record lists, and none other: what
+        // a series found later is dated after (here, and by the next run).
+        let noted = self.births_noted.0 == series;
+        if self.caught_up && noted {
+            self.published_ns = Some(now_ns);
+            if let Err(e) = store.note_publication(now_ns, false) {
+                tracing::debug!("cannot note the publication in the state dir: {e}");
             }
         }
         let store = &*store;
@@ -248,9 +263,6 @@ impl Daemon {
             births: self.births_noted.1.clone(),
             health,
         }));
-        if self.caught_up {
-            self.published_ns = Some(now_ns);
-        }
     }
 
     /// Stop watching, commit what is there, export a last time within the budget, exit.
@@ -265,6 +277,12 @@ impl Daemon {
             }
         }
         let health = self.health();
+        if let (Some(store), Some(_)) = (self.store.as_mut(), self.published_ns) {
+            let served = store.lifetime().len() == self.births_noted.0;
+            if served && let Err(e) = store.note_publication(crate::export::otlp::now_ns(), true) {
+                tracing::debug!("cannot note the last publication in the state dir: {e}");
+            }
+        }
         if self.store.is_none() {
             tracing::warn!("stopped while counting was paused; the next start resumes it from the ledger");
         } else if let (Some(exporter), Some(store)) = (self.exporter.as_mut(), self.store.as_mut()) {

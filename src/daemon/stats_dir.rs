@@ -140,7 +140,7 @@ fn warn_unreadable(failed: usize, first: Option<&FileFailure>) {
     };
     tracing::warn!(
         "ledger file {}{others} cannot be read ({}); retrying on every poll, the lines are counted once they can be{hint}",
-        first.name.to_string_lossy(),
+        crate::shown::one_line(&first.name.to_string_lossy(), 255),
         first.cause
     );
 }

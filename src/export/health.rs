@@ -104,7 +104,7 @@ impl ExportHealth {
 
     /// What a running daemon left, if anything is wrong.
     pub fn load(state_dir: &Path) -> Option<ExportHealth> {
-        let text = std::fs::read(path_in(state_dir)).ok()?;
+        let text = crate::files::read_own(&path_in(state_dir), crate::files::MAX_OWN_BYTES).ok()?;
         serde_json::from_slice(&text).ok()
     }
 }

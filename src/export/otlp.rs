@@ -135,6 +135,11 @@ pub struct OtlpExporter {
     max_request_bytes: usize,
     /// Points whose birth the collector took and whose values have not been prepared yet.
     born: Sums,
+    /// The collector has answered this process. Until then births are dated a millisecond
+    /// after the stream record's last export: a series the store has then may be one that
+    /// exports the record does not know of (a store put back from a backup) already carried.
+    /// After, a series is new in this run, and its birth is dated by the clock.
+    answered: bool,
 }
 
 impl OtlpExporter {
@@ -156,6 +161,7 @@ impl OtlpExporter {
             resource: super::resource::resource(instance),
             max_request_bytes: MAX_REQUEST_BYTES,
             born: Sums::default(),
+            answered: false,
         })
     }
 
@@ -203,6 +209,7 @@ impl OtlpExporter {
             // A delta export a run did not see answered: its outcome is unknown.
             store.finish_export()?;
         }
+        store.bring_stream_back(now_ns())?;
         let stream = store.stream();
         let lifetime = store.lifetime().clone();
         let (values, start_ns) = match self.temporality {
@@ -227,10 +234,9 @@ impl OtlpExporter {
         if !born {
             self.born = Sums::default();
         }
-        let end_ns = if born {
-            stream.birth_time_ns()
-        } else {
-            stream.next_time_ns(now_ns())
+        let end_ns = match (born, self.answered) {
+            (true, false) => stream.birth_time_ns(),
+            _ => stream.next_time_ns(now_ns()),
         };
         let contents = Contents {
             values: if born { &births } else { &values },
@@ -279,6 +285,7 @@ impl OtlpExporter {
             // old) would be refused again: its series is counted from its first value.
             return match sent.result {
                 Ok(accepted) => {
+                    self.answered = true;
                     self.born.raise_to(births);
                     Ok(ExportReport {
                         accepted,
@@ -286,6 +293,7 @@ impl OtlpExporter {
                     })
                 }
                 Err(SendError::Refused { bad_data: true, .. }) => {
+                    self.answered = true;
                     tracing::warn!(
                         "the collector refused the zeros of {} new series as data; they are counted from their first value (docs/counting-rules.md, \"Births\")",
                         outgoing.report.births
@@ -301,6 +309,7 @@ impl OtlpExporter {
             .only(&outgoing.accepted_series(sent.accepted).collect());
         match (self.temporality, sent.result) {
             (Temporality::Cumulative, Ok(accepted)) => {
+                self.answered = true;
                 store.confirm_delivered(&outgoing.lifetime)?;
                 Ok(ExportReport {
                     accepted,

@@ -155,6 +155,9 @@ pub enum Quote<'a> {
     /// A quote that says it is complete but whose amount or currency is not valid, or a quote
     /// field of the wrong JSON type (`bad_cost`).
     Bad,
+    /// A complete quote in a well-formed code that is not an ISO 4217 currency
+    /// (`unknown_currency`).
+    UnknownCurrency,
 }
 
 /// The five quote fields of a row as the decoder found them. The amount and the currency are
@@ -186,6 +189,11 @@ impl<'a> QuoteFields<'a> {
                 reason: self.incomplete_reason.value(),
             },
             Field::Value(true) => match (self.amount, self.currency) {
+                (Field::Value(Some(_)), Field::Value(Some(currency)))
+                    if !super::iso4217::is_currency(currency.as_str()) =>
+                {
+                    Quote::UnknownCurrency
+                }
                 (Field::Value(Some(amount)), Field::Value(Some(currency))) => Quote::Priced {
                     amount,
                     currency,
@@ -203,6 +211,7 @@ impl Quote<'_> {
         match self {
             Quote::Missing => Quote::Missing,
             Quote::Bad => Quote::Bad,
+            Quote::UnknownCurrency => Quote::UnknownCurrency,
             Quote::Incomplete { reason } => Quote::Incomplete {
                 reason: reason.map(own),
             },

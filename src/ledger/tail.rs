@@ -275,21 +275,51 @@ pub fn split_lines(pending: &mut Vec<u8>, fresh: &[u8], on_lines: impl FnOnce(&[
     pending.extend_from_slice(&fresh[last_newline + 1..]);
 }
 
-/// Opens a ledger file read-only (without touching its access time where allowed).
+/// Opens a ledger file read-only (without touching its access time where allowed), and checks
+/// that what it opened is a regular file: a FIFO or a device swapped in since the listing is an
+/// error at once, never a read that blocks or never ends (a FIFO is opened without waiting for
+/// a writer).
 pub fn open_read_only(path: &Path) -> io::Result<File> {
-    #[cfg(target_os = "linux")]
+    let file = open_without_waiting(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"));
+    }
+    #[cfg(unix)]
+    {
+        // Reads block as usual again (a network filesystem may otherwise answer "try again").
+        use std::os::fd::AsRawFd;
+        // SAFETY: fcntl on a descriptor this function owns, with flags read from it.
+        unsafe {
+            let flags = libc::fcntl(file.as_raw_fd(), libc::F_GETFL);
+            if flags >= 0 {
+                libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK);
+            }
+        }
+    }
+    Ok(file)
+}
+
+fn open_without_waiting(path: &Path) -> io::Result<File> {
+    #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
-        // O_NOATIME is refused (EPERM) on files we do not own; then open normally.
+        // O_NONBLOCK changes nothing for a regular file's reads; it only keeps open() from
+        // waiting on a FIFO. O_NOATIME is refused (EPERM) on files we do not own.
+        #[cfg(target_os = "linux")]
         match File::options()
             .read(true)
-            .custom_flags(libc::O_NOATIME)
+            .custom_flags(libc::O_NOATIME | libc::O_NONBLOCK)
             .open(path)
         {
             Err(e) if e.raw_os_error() == Some(libc::EPERM) => {}
             other => return other,
         }
+        File::options()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)
     }
+    #[cfg(not(unix))]
     File::options().read(true).open(path)
 }
 
@@ -297,6 +327,25 @@ pub fn open_read_only(path: &Path) -> io::Result<File> {
 mod tests {
     use super::*;
     use std::io::Write;
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_or_a_device_is_refused_at_once_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("2026-10-01.jsonl");
+        let c_path = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path; mkfifo has no other precondition.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        let (done, opened) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let results = [fifo.as_path(), Path::new("/dev/zero")].map(|p| open_read_only(p).map(|_| ()));
+            let _ = done.send(results.map(|r| r.map_err(|e| e.kind())));
+        });
+        let results = opened
+            .recv_timeout(std::time::Duration::from_secs(5))
+            .expect("opening a FIFO never waits for a writer");
+        assert_eq!(results, [Err(io::ErrorKind::InvalidInput); 2]);
+    }
 
     fn lines_of(tail: &mut Tail) -> Vec<String> {
         let mut buf = vec![0; CHUNK];

@@ -1,14 +1,16 @@
 //! The two cost families (docs/counting-rules.md, "Cost"): spend per currency and billing mode
 //! ([`CostSeries`]), and requests that carry no usable price ([`UnpricedSeries`]), each under the
 //! row's three attributes plus its own. Their new attributes follow the label rules of every
-//! attribute, and past [`MAX_VALUES`] distinct values of one of them, further values are `other`.
+//! attribute. A currency is never folded; past [`MAX_VALUES`] distinct values of `billing_mode`
+//! or `reason`, further values are `other`, but never one of [`NEVER_FOLDED`].
 
 use std::collections::BTreeSet;
 
 use super::{AttrSet, label};
 
-/// Distinct values one of `currency`, `billing_mode` and `reason` may take before further values
-/// become [`OTHER`].
+/// Distinct values one of `billing_mode` and `reason` may take before further values become
+/// [`OTHER`]. Currencies are never folded (the ISO list bounds them), nor are the two billing
+/// modes Reasonix writes and the reasons of our own.
 pub const MAX_VALUES: usize = 32;
 pub const OTHER: &str = "other";
 
@@ -16,6 +18,16 @@ pub const OTHER: &str = "other";
 pub const NO_QUOTE: &str = "no_quote";
 /// A quote that is not valid (docs/counting-rules.md, "Cost").
 pub const BAD_COST: &str = "bad_cost";
+/// A complete quote in a code that is not an ISO 4217 currency.
+pub const UNKNOWN_CURRENCY: &str = "unknown_currency";
+/// The values of `billing_mode` and `reason` that are never folded into [`OTHER`].
+pub const NEVER_FOLDED: [&str; 5] = [
+    "payg",
+    "subscription_equivalent",
+    NO_QUOTE,
+    BAD_COST,
+    UNKNOWN_CURRENCY,
+];
 
 /// The names of one of the two cost metrics in every output.
 #[derive(Debug, Clone, Copy)]
@@ -158,12 +170,14 @@ pub struct ValueCap(BTreeSet<String>);
 impl ValueCap {
     /// Starts from the values the store knows.
     pub fn of<'a>(known: impl Iterator<Item = &'a str>) -> ValueCap {
-        ValueCap(known.filter(|v| *v != OTHER).map(str::to_owned).collect())
+        let counted = known.filter(|v| *v != OTHER && !NEVER_FOLDED.contains(v));
+        ValueCap(counted.map(str::to_owned).collect())
     }
 
-    /// `value`, or [`OTHER`] when it would be one distinct value too many.
+    /// `value`, or [`OTHER`] when it would be one distinct value too many (one of
+    /// [`NEVER_FOLDED`] never is, nor counts towards the cap).
     pub fn admit(&mut self, value: String) -> String {
-        if self.0.contains(&value) || value == OTHER {
+        if self.0.contains(&value) || value == OTHER || NEVER_FOLDED.contains(&value.as_str()) {
             return value;
         }
         if self.0.len() >= MAX_VALUES {
@@ -197,12 +211,15 @@ mod tests {
 
     #[test]
     fn values_past_the_cap_become_other() {
-        let mut cap = ValueCap::of(["payg", OTHER].into_iter());
-        for i in 0..MAX_VALUES - 1 {
+        let mut cap = ValueCap::of(["m0", "payg", OTHER].into_iter());
+        for i in 0..MAX_VALUES {
             assert_eq!(cap.admit(format!("m{i}")), format!("m{i}"));
         }
         assert_eq!(cap.admit("one too many".into()), OTHER);
-        assert_eq!(cap.admit("payg".into()), "payg", "a known value stays");
+        assert_eq!(cap.admit("m3".into()), "m3", "a known value stays");
+        for value in NEVER_FOLDED {
+            assert_eq!(cap.admit(value.into()), value, "never folded");
+        }
         assert_eq!(value_label(Some("")), "unknown");
         assert_eq!(value_label(Some("a\u{7}")), "invalid");
     }

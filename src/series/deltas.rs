@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::cost::{BAD_COST, CostSeries, NO_QUOTE, UnpricedSeries, ValueCap, value_label};
+use super::cost::{BAD_COST, CostSeries, NO_QUOTE, UNKNOWN_CURRENCY, UnpricedSeries, ValueCap, value_label};
 use super::{AttrSet, MAX_SERIES, QuickHash, Sums, Totals};
 use crate::ledger::decode::{Row, RowKind};
 use crate::ledger::quote::{Amount, Currency, Quote};
@@ -38,13 +38,16 @@ struct Slot {
 enum Reason {
     NoQuote,
     BadCost,
+    UnknownCurrency,
     Incomplete(Option<Box<str>>),
 }
 
 impl Reason {
     fn is(&self, quote: &Quote<'_>) -> bool {
         match (self, quote) {
-            (Reason::NoQuote, Quote::Missing) | (Reason::BadCost, Quote::Bad) => true,
+            (Reason::NoQuote, Quote::Missing)
+            | (Reason::BadCost, Quote::Bad)
+            | (Reason::UnknownCurrency, Quote::UnknownCurrency) => true,
             (Reason::Incomplete(mine), Quote::Incomplete { reason }) => mine.as_deref() == reason.as_deref(),
             _ => false,
         }
@@ -53,6 +56,7 @@ impl Reason {
     fn of(quote: &Quote<'_>) -> Reason {
         match quote {
             Quote::Bad => Reason::BadCost,
+            Quote::UnknownCurrency => Reason::UnknownCurrency,
             Quote::Incomplete { reason } => Reason::Incomplete(reason.as_deref().map(Into::into)),
             // A priced quote adds its amount, never comes here.
             Quote::Missing | Quote::Priced { .. } => Reason::NoQuote,
@@ -63,6 +67,7 @@ impl Reason {
         match self {
             Reason::NoQuote => NO_QUOTE.to_owned(),
             Reason::BadCost => BAD_COST.to_owned(),
+            Reason::UnknownCurrency => UNKNOWN_CURRENCY.to_owned(),
             Reason::Incomplete(reason) => value_label(reason.as_deref()),
         }
     }
@@ -163,7 +168,6 @@ impl SeriesDeltas {
     /// of the cost families' own attributes are capped against those `known` has.
     pub fn by_series(&self, known: &Sums) -> Sums {
         let mut out = Sums::default();
-        let mut currencies = ValueCap::of(known.cost.keys().map(|k| k.currency.as_str()));
         let mut modes = ValueCap::of(known.cost.keys().map(|k| k.billing_mode.as_str()));
         let mut reasons = ValueCap::of(known.unpriced.keys().map(|k| k.reason.as_str()));
         for slot in &self.series {
@@ -173,7 +177,7 @@ impl SeriesDeltas {
             for (currency, billing_mode, amount) in &slot.costs {
                 let key = CostSeries {
                     attrs: slot.attrs.clone(),
-                    currency: currencies.admit(currency.as_str().to_owned()),
+                    currency: currency.as_str().to_owned(),
                     billing_mode: modes.admit(value_label(billing_mode.as_deref())),
                 };
                 let sum = out.cost.entry(key).or_default();

@@ -117,14 +117,13 @@ impl AttrSet {
 /// characters (which would break text formats and dashboards) or bidirectional controls (which
 /// make a label read as something else in a table or a legend).
 pub(crate) fn label(value: &str) -> String {
-    if value.len() > MAX_LABEL_BYTES || value.chars().any(|c| c.is_control() || is_bidi_control(c)) {
+    if value.len() > MAX_LABEL_BYTES
+        || value
+            .chars()
+            .any(|c| c.is_control() || crate::shown::is_bidi_control(c))
+    {
         "invalid".to_owned()
     } else {
         value.to_owned()
     }
-}
-
-/// The Unicode bidirectional formatting characters: embeddings, overrides, isolates and marks.
-fn is_bidi_control(c: char) -> bool {
-    matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }

@@ -53,10 +53,10 @@ pub const STATS_DIR: Def = def! {
     flag: Some(("stats-dir", "DIR")),
     vars: &["REASONIX_EXPORTER_STATS_DIR"],
     in_file: true,
-    default: "as Reasonix resolves it: `$REASONIX_STATE_HOME/stats`, else `$REASONIX_HOME/stats`, else `~/.reasonix/stats` (`%APPDATA%\\reasonix\\stats` on Windows)",
+    default: "as Reasonix resolves it: `$REASONIX_STATE_HOME/stats`, else `[storage] state` of Reasonix's `config.toml` + `/stats`, else `$REASONIX_HOME/stats`, else `~/.reasonix/stats` (`%APPDATA%\\reasonix\\stats` on Windows)",
     help: "Reasonix's stats folder [default: as Reasonix resolves it, e.g. ~/.reasonix/stats]",
     example: Some((
-        "Reasonix's stats folder. Default: as Reasonix resolves it — $REASONIX_STATE_HOME/stats, else\n$REASONIX_HOME/stats, else ~/.reasonix/stats (%APPDATA%\\reasonix\\stats on Windows).\n`~` and $VARIABLES are expanded.",
+        "Reasonix's stats folder. Default: as Reasonix resolves it — $REASONIX_STATE_HOME/stats, else\n`state` in the [storage] table of Reasonix's config.toml + /stats, else $REASONIX_HOME/stats,\nelse ~/.reasonix/stats (%APPDATA%\\reasonix\\stats on Windows). `~` and $VARIABLES are expanded.",
         "~/.reasonix/stats",
     )),
 };

@@ -10,6 +10,16 @@ use crate::paths::Origin;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SettingsError {
+    #[error(
+        "state dir {} (from {origin}) is inside the stats folder {}: the exporter never writes into Reasonix's folder; choose another --state-dir",
+        state.display(),
+        stats.display()
+    )]
+    StateInStats {
+        state: PathBuf,
+        origin: Origin,
+        stats: PathBuf,
+    },
     #[error("{what} setting from {origin} is blank")]
     Blank { what: &'static str, origin: Origin },
     #[error("cannot find {what}: no home folder; set {flag}")]

@@ -112,6 +112,7 @@ fn source_name(def: &Def, origin: &Origin) -> String {
         Origin::Flag => format!("--{}", def.flag.map_or(def.key, |f| f.0)),
         Origin::Env(var) => (*var).to_string(),
         Origin::ConfigFile => format!("{} in the config file", def.key),
+        Origin::ReasonixConfig => origin.to_string(),
         Origin::Default => "the default".into(),
     }
 }
@@ -127,6 +128,7 @@ impl Settings {
         };
         let stats_dir = resolve_stats_dir(&sources)?;
         let state_dir = resolve_state_dir(&sources)?;
+        outside_of(&state_dir, &stats_dir.value)?;
         let otlp = match resolve_otlp_on(&sources)? {
             true => Some(otlp::resolve(&sources)?),
             false => None,
@@ -184,6 +186,44 @@ fn resolve_stats_dir(sources: &Sources<'_>) -> Result<Setting<PathBuf>, Settings
             Setting { value, origin }
         }
     })
+}
+
+/// The exporter never writes into Reasonix's folder: a state dir that is the stats folder or
+/// lies inside it (as the paths are, links resolved where they exist) is refused.
+fn outside_of(state_dir: &Setting<PathBuf>, stats_dir: &Path) -> Result<(), SettingsError> {
+    // As the path will be: `..` taken away, and links resolved in the part that exists.
+    let real = |path: &Path| {
+        let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        let mut normal = PathBuf::new();
+        for part in absolute.components() {
+            match part {
+                std::path::Component::ParentDir => {
+                    normal.pop();
+                }
+                std::path::Component::CurDir => {}
+                other => normal.push(other),
+            }
+        }
+        let mut rest = Vec::new();
+        let mut existing = normal.as_path();
+        while !existing.exists() {
+            let Some(parent) = existing.parent() else { break };
+            rest.push(existing.file_name().unwrap_or_default().to_owned());
+            existing = parent;
+        }
+        let mut real = existing.canonicalize().unwrap_or_else(|_| existing.to_path_buf());
+        real.extend(rest.iter().rev());
+        real
+    };
+    let (state, stats) = (real(&state_dir.value), real(stats_dir));
+    if state.starts_with(&stats) {
+        return Err(SettingsError::StateInStats {
+            state: state_dir.value.clone(),
+            origin: state_dir.origin.clone(),
+            stats: stats_dir.to_path_buf(),
+        });
+    }
+    Ok(())
 }
 
 fn resolve_state_dir(sources: &Sources<'_>) -> Result<Setting<PathBuf>, SettingsError> {

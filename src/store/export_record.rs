@@ -76,7 +76,7 @@ pub fn path_in(state_dir: &Path) -> PathBuf {
 
 /// Reads the record at `path` beside the store at `store`: `None` when there is none.
 pub fn read(path: &Path, store: &Path) -> Result<Option<ExportRecord>, StoreError> {
-    match std::fs::read(path) {
+    match crate::files::read_own(path, crate::files::MAX_OWN_BYTES) {
         Ok(bytes) => ExportRecord::decode(&bytes)
             .map(Some)
             .ok_or_else(|| StoreError::Corrupt {

@@ -256,8 +256,15 @@ fn stream_record() {
     record
         .births
         .insert((Family::Cost, cost_key().encode()), 1_764_500_090_000_000_000);
+    let version_3 = record.clone();
+    record.published_ns = 1_764_500_095_000_000_000;
     let bytes = golden("stream-record", &record.encode());
     assert_eq!(StreamRecord::decode(&bytes), Some(record));
+    assert_eq!(
+        StreamRecord::decode(&fixture("stream-record-version-3")),
+        Some(version_3),
+        "version 3, before the publication's time"
+    );
     assert_eq!(
         StreamRecord::decode(&fixture("stream-record-version-2")),
         Some(version_2),

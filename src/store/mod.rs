@@ -72,6 +72,10 @@ pub enum StoreError {
         "store at {path}: {error}; check that the state dir is writable and its disk has room, or choose another with --state-dir"
     )]
     Io { path: PathBuf, error: std::io::Error },
+    #[error(
+        "state dir {path} can be written by other users and is not the exporter's to fix (another user's, or shared like /tmp); choose a folder of your own with --state-dir"
+    )]
+    NotPrivate { path: PathBuf },
 }
 
 impl StoreError {
@@ -82,6 +86,35 @@ impl StoreError {
             error,
         }
     }
+}
+
+/// The state dir is trusted as far as it is its user's own: one that others can write (a
+/// planted file or link could take the place of any record) is made private again when it is
+/// ours, with a note, and refused otherwise.
+fn private_state_dir(state_dir: &Path) -> Result<(), StoreError> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let meta = std::fs::metadata(state_dir).map_err(|e| StoreError::io(state_dir, e))?;
+        if meta.mode() & 0o022 == 0 {
+            return Ok(());
+        }
+        // A shared folder (sticky, like /tmp) is never changed: it is not the exporter's.
+        // SAFETY: geteuid has no preconditions.
+        if meta.uid() != unsafe { libc::geteuid() } || meta.mode() & 0o1000 != 0 {
+            return Err(StoreError::NotPrivate {
+                path: state_dir.to_path_buf(),
+            });
+        }
+        std::fs::set_permissions(state_dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(|e| StoreError::io(state_dir, e))?;
+        tracing::warn!(
+            "state dir {} could be written by other users (mode {:o}); made private (0700)",
+            state_dir.display(),
+            meta.mode() & 0o777
+        );
+    }
+    Ok(())
 }
 
 /// The open store. One per state dir per machine, enforced by [`StateLock`].
@@ -129,6 +162,18 @@ impl Store {
             });
         }
         std::fs::create_dir_all(state_dir).map_err(|e| StoreError::io(state_dir, e))?;
+        private_state_dir(state_dir)?;
+        // The store's folder is the engine's to open, which follows links: none is taken.
+        let store_dir = state_dir.join("store");
+        if std::fs::symlink_metadata(&store_dir).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(StoreError::io(
+                &store_dir,
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "a symbolic link, which the exporter never follows: remove it",
+                ),
+            ));
+        }
         let lock = StateLock::acquire(state_dir, brief)?;
         let path = state_dir.join("store");
         let marker = state_dir.join(MARKER_FILE);

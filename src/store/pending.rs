@@ -109,6 +109,39 @@ impl Store {
         Ok(())
     }
 
+    /// Brings a stream record written under a clock that ran fast back to the clock `now_ns`
+    /// (see `StreamRecord::come_back_to`), durably; how far ahead it was, to be said, or `None`.
+    pub fn bring_stream_back(&mut self, now_ns: u64) -> Result<Option<u64>, StoreError> {
+        // A clock before 1970 (0) is no clock to come back to.
+        if now_ns == 0 || !self.stream.ahead_of(now_ns) {
+            return Ok(None);
+        }
+        let mut stream = self.stream.clone();
+        let ahead = stream.come_back_to(now_ns);
+        self.record_stream(stream)?;
+        if let Some(ahead) = ahead {
+            let ahead = std::time::Duration::from_secs(ahead / 1_000_000_000);
+            tracing::warn!(
+                "the store's stream was dated {} ahead of the clock (the clock ran fast, and has come back): its points carry the clock's time again",
+                humantime::format_duration(ahead)
+            );
+        }
+        Ok(ahead)
+    }
+
+    /// Notes that `/metrics` served, at `now_ns`, the series the stream record lists: written
+    /// when `force`d (a clean stop) or when the last note is a minute old or more. Needs no
+    /// flush of its own: lost, the note is older, and births are dated earlier, never later.
+    pub fn note_publication(&mut self, now_ns: u64, force: bool) -> Result<(), StoreError> {
+        let due = self.stream.published_ns.saturating_add(60_000_000_000);
+        if now_ns == 0 || (!force && now_ns < due) || now_ns <= self.stream.published_ns {
+            return Ok(());
+        }
+        let mut stream = self.stream.clone();
+        stream.published_ns = now_ns;
+        self.record_stream(stream)
+    }
+
     /// Durably notes the series of the lifetime totals never published before: history on the
     /// store's first publication, born at `born_ns` afterwards (docs/counting-rules.md, "Births").
     pub fn record_births(&mut self, born_ns: u64) -> Result<(), StoreError> {

@@ -182,7 +182,7 @@ impl Store {
 /// The creation time the marker records, if there is a marker and a store folder it speaks of.
 /// Read as bytes: a marker damaged into invalid UTF-8 is a damaged marker, not an I/O error.
 fn read_marker(marker: &Path, existed: bool, store: &Path) -> Result<Option<u64>, StoreError> {
-    match std::fs::read(marker) {
+    match crate::files::read_own(marker, crate::files::MAX_OWN_BYTES) {
         Ok(_) if !existed => Ok(None),
         Ok(bytes) => parse_marker(&bytes).map(Some).ok_or_else(|| StoreError::Corrupt {
             path: store.to_path_buf(),

@@ -31,9 +31,14 @@ use crate::series::{Family, Sums};
 
 const FILE: &str = "stream";
 const MAGIC: &[u8; 8] = b"rxstream";
-/// 3 adds the series' births; 2 marks the cost families too; 1 (before cost) is read as tokens
-/// only.
-const VERSION: u8 = 3;
+/// 4 adds the last publication's time; 3 adds the series' births; 2 marks the cost families
+/// too; 1 (before cost) is read as tokens only.
+const VERSION: u8 = 4;
+
+/// How far ahead of the clock a record's times may be and still be the clock's own (backends
+/// refuse points dated more than 10 minutes ahead): beyond, the clock ran fast when they were
+/// written.
+pub const AHEAD_LIMIT_NS: u64 = 10 * 60 * 1_000_000_000;
 
 /// A series as stored: its family and its key's bytes.
 pub type SeriesId = (Family, Vec<u8>);
@@ -52,6 +57,10 @@ pub struct StreamRecord {
     /// Every series the store has published, and when it was born (Unix ns); 0 for history,
     /// what the store had when it first published. Empty until then.
     pub births: BTreeMap<SeriesId, u64>,
+    /// A moment `/metrics` served the series `births` lists, and none other (Unix ns; 0 for
+    /// none known): noted now and then, and at a clean stop, so that a series a next run finds
+    /// is dated just after it.
+    pub published_ns: u64,
 }
 
 impl StreamRecord {
@@ -61,6 +70,40 @@ impl StreamRecord {
             start_ns,
             ..StreamRecord::default()
         }
+    }
+
+    /// Whether this record's times run ahead of the clock `now_ns` by more than [`AHEAD_LIMIT_NS`]:
+    /// written under a clock that ran fast and has come back since.
+    pub fn ahead_of(&self, now_ns: u64) -> bool {
+        self.newest_ns() > now_ns.saturating_add(AHEAD_LIMIT_NS)
+    }
+
+    /// Brings every time ahead of the clock back to `now_ns`, and says how far ahead the newest
+    /// was (`None` when none was). The stream goes on at the clock's time: a backend refused what
+    /// was sent dated that far ahead, and will take the points now; a start time ahead of the
+    /// clock starts the stream again now (a point's start cannot follow its time).
+    pub fn come_back_to(&mut self, now_ns: u64) -> Option<u64> {
+        if !self.ahead_of(now_ns) {
+            return None;
+        }
+        let ahead = self.newest_ns() - now_ns;
+        let limit = now_ns.saturating_add(AHEAD_LIMIT_NS);
+        if self.start_ns > limit {
+            self.start_ns = now_ns;
+        }
+        if self.published_ns > limit {
+            self.published_ns = now_ns;
+        }
+        if self.last_time_ns > limit {
+            // The next export goes a millisecond later, at the clock's time.
+            self.last_time_ns = now_ns.saturating_sub(1_000_000).max(self.start_ns);
+        }
+        for born in self.births.values_mut() {
+            if *born > limit {
+                *born = now_ns;
+            }
+        }
+        Some(ahead)
     }
 
     /// The time for the next export's points: now, or a millisecond past the last export if the
@@ -84,7 +127,10 @@ impl StreamRecord {
     /// The newest moment this record knows of: its last export or its newest birth.
     pub fn newest_ns(&self) -> u64 {
         let births = self.births.values().copied().max().unwrap_or(0);
-        self.last_time_ns.max(births).max(self.start_ns)
+        self.last_time_ns
+            .max(births)
+            .max(self.published_ns)
+            .max(self.start_ns)
     }
 
     pub(super) fn encode(&self) -> Vec<u8> {
@@ -108,6 +154,7 @@ impl StreamRecord {
             out.extend_from_slice(key);
             out.extend_from_slice(&born_ns.to_le_bytes());
         }
+        out.extend_from_slice(&self.published_ns.to_le_bytes());
         let checksum = xxh3_64(&out);
         out.extend_from_slice(&checksum.to_le_bytes());
         out
@@ -126,7 +173,7 @@ impl StreamRecord {
         let start_ns = r.u64()?;
         let last_time_ns = r.u64()?;
         let (marks, rest) = match version {
-            VERSION | 2 => Sums::decode(r.0)?,
+            VERSION | 3 | 2 => Sums::decode(r.0)?,
             1 => Sums::decode_tokens(r.0)?,
             _ => return None,
         };
@@ -138,7 +185,7 @@ impl StreamRecord {
             own.insert(name, r.u64()?);
         }
         let mut births = BTreeMap::new();
-        if version == VERSION {
+        if version >= 3 {
             for _ in 0..r.u32()? {
                 let family = family_of(r.take(1)?[0])?;
                 let key_len = r.u32()? as usize;
@@ -146,12 +193,14 @@ impl StreamRecord {
                 births.insert((family, key), r.u64()?);
             }
         }
+        let published_ns = if version == VERSION { r.u64()? } else { 0 };
         r.0.is_empty().then_some(StreamRecord {
             start_ns,
             last_time_ns,
             marks,
             own,
             births,
+            published_ns,
         })
     }
 }
@@ -210,7 +259,7 @@ pub fn path_in(state_dir: &Path) -> PathBuf {
 
 /// Reads the record at `path`: `None` when there is none.
 pub fn read(path: &Path) -> Result<Option<StreamRecord>, StoreError> {
-    match std::fs::read(path) {
+    match crate::files::read_own(path, crate::files::MAX_OWN_BYTES) {
         Ok(bytes) => StreamRecord::decode(&bytes)
             .map(Some)
             .ok_or_else(|| StoreError::Corrupt {
@@ -250,6 +299,7 @@ mod tests {
         record
             .births
             .insert((Family::Unpriced, vec![1, 2, 3]), 1_764_500_070_000_000_000);
+        record.published_ns = 1_764_500_080_000_000_000;
         record
     }
 
@@ -284,6 +334,32 @@ mod tests {
         super::super::damage::assert_every_damage_is_refused(&record().encode(), |bytes| {
             StreamRecord::decode(bytes).is_some()
         });
+    }
+
+    #[test]
+    fn a_record_written_under_a_clock_that_ran_fast_comes_back_to_the_clock() {
+        const YEAR_NS: u64 = 365 * 86_400 * 1_000_000_000;
+        let now = 1_796_000_000_000_000_000;
+        let mut record = StreamRecord::starting(now - YEAR_NS);
+        record.last_time_ns = now + AHEAD_LIMIT_NS;
+        assert!(!record.ahead_of(now), "ten minutes ahead is the clock's own");
+        assert_eq!(record.come_back_to(now), None);
+        record.last_time_ns = now + 10 * YEAR_NS;
+        record
+            .births
+            .insert((Family::Tokens, vec![1]), now + 10 * YEAR_NS);
+        assert!(record.ahead_of(now));
+        assert_eq!(record.come_back_to(now), Some(10 * YEAR_NS));
+        assert_eq!(record.next_time_ns(now), now, "the clock's time again");
+        assert_eq!(record.start_ns, now - YEAR_NS, "the stream goes on");
+        assert_eq!(record.births[&(Family::Tokens, vec![1])], now);
+        let mut started_ahead = StreamRecord::starting(now + 10 * YEAR_NS);
+        started_ahead.last_time_ns = now + 10 * YEAR_NS;
+        started_ahead.come_back_to(now);
+        assert_eq!(
+            (started_ahead.start_ns, started_ahead.next_time_ns(now)),
+            (now, now + 1_000_000)
+        );
     }
 
     #[test]

@@ -142,6 +142,10 @@ fn quote_of(map: &serde_json::Map<String, Value>) -> Quote {
                 .and_then(Value::as_str)
                 .filter(|c| c.len() == 3 && c.bytes().all(|b| b.is_ascii_uppercase()));
             match (units, currency) {
+                // The generator's ledgers quote in these; an oracle of its own, not our list.
+                (Some(_), Some(currency)) if !["CNY", "USD", "EUR", "JPY"].contains(&currency) => {
+                    Quote::Unpriced("unknown_currency".into())
+                }
                 (Some(units), Some(currency)) => Quote::Priced(
                     units,
                     currency.into(),

@@ -31,6 +31,8 @@ pub type Seen = (Option<String>, bool);
 struct Shared {
     requests: Arc<Mutex<Vec<ExportMetricsServiceRequest>>>,
     refuse: Arc<AtomicBool>,
+    /// gRPC: what a refusal says (empty: "refusing on purpose").
+    refusal: Arc<Mutex<String>>,
     /// Keep the data but answer only after this long (0: at once).
     stall_ms: Arc<std::sync::atomic::AtomicU64>,
     /// HTTP: keep the data, then close the connection without an answer.
@@ -38,6 +40,9 @@ struct Shared {
     seen: Arc<Mutex<Vec<Seen>>>,
     /// HTTP: a body larger than this is refused with 413 (0: no limit).
     max_body: Arc<std::sync::atomic::AtomicUsize>,
+    /// gRPC: answer accepted exports with a message past tonic's 4 MiB limit. HTTP: answer them
+    /// with a chunked body that never ends.
+    endless_answers: Arc<AtomicBool>,
     /// Answer accepted exports with a partial success rejecting this many points (0: none).
     partial: Arc<std::sync::atomic::AtomicI64>,
     /// HTTP: refusals carry `Retry-After: <seconds>` (0: none).
@@ -142,6 +147,17 @@ impl Receiver {
             shared,
             _runtime: None,
         }
+    }
+
+    /// Take every export, and answer past any sensible size (see `Shared::endless_answers`).
+    pub fn endless_answers(&self, endless: bool) {
+        self.shared.endless_answers.store(endless, Ordering::SeqCst);
+    }
+
+    /// gRPC: refuse every request, saying `message`.
+    pub fn refuse_saying(&self, message: &str) {
+        *self.shared.refusal.lock().unwrap() = message.to_string();
+        self.refuse(true);
     }
 
     /// Answer every export with an error from now on (or stop doing so).
@@ -549,7 +565,13 @@ impl MetricsService for GrpcSink {
         request: tonic::Request<ExportMetricsServiceRequest>,
     ) -> Result<tonic::Response<ExportMetricsServiceResponse>, tonic::Status> {
         if self.0.refuse.load(Ordering::SeqCst) {
-            return Err(tonic::Status::unavailable("refusing on purpose"));
+            let refusal = self.0.refusal.lock().unwrap().clone();
+            let message = if refusal.is_empty() {
+                "refusing on purpose".into()
+            } else {
+                refusal
+            };
+            return Err(tonic::Status::unavailable(message));
         }
         let team = request
             .metadata()
@@ -571,6 +593,16 @@ impl MetricsService for GrpcSink {
 }
 
 fn partial_answer(shared: &Shared) -> ExportMetricsServiceResponse {
+    if shared.endless_answers.load(Ordering::SeqCst) {
+        return ExportMetricsServiceResponse {
+            partial_success: Some(
+                opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsPartialSuccess {
+                    rejected_data_points: 0,
+                    error_message: "x".repeat(5 << 20),
+                },
+            ),
+        };
+    }
     let rejected = shared.partial.load(Ordering::SeqCst);
     ExportMetricsServiceResponse {
         partial_success: (rejected > 0).then(|| {
@@ -643,6 +675,15 @@ fn serve_http_connection(stream: impl Read + Write, shared: Shared) {
             if shared.drop_answers.load(Ordering::SeqCst) {
                 return;
             }
+        }
+        if ok && shared.endless_answers.load(Ordering::SeqCst) {
+            let head = b"HTTP/1.1 200 OK\r\nContent-Type: application/x-protobuf\r\nTransfer-Encoding: chunked\r\n\r\n";
+            let chunk = format!("{:x}\r\n{}\r\n", 1 << 16, "x".repeat(1 << 16));
+            let stream = reader.get_mut();
+            if stream.write_all(head).is_ok() {
+                while stream.write_all(chunk.as_bytes()).is_ok() {}
+            }
+            return;
         }
         let reply: Vec<u8> = if ok {
             let answer = partial_answer(&shared).encode_to_vec();

@@ -91,6 +91,10 @@ fn grpc_send_error(status: &tonic::Status) -> SendError {
         (tonic::Code::DeadlineExceeded | tonic::Code::Cancelled, _) => {
             SendError::Unknown(format!("gRPC {}", status.code()))
         }
+        // Made here, not sent: the collector answered, and its answer could not be read.
+        (_, None) if answer_unreadable(status) => {
+            SendError::Unknown(format!("the collector's answer cannot be read: {detail}"))
+        }
         (code, None) => SendError::Refused {
             detail,
             retry_after: None,
@@ -107,8 +111,24 @@ fn grpc_send_error(status: &tonic::Status) -> SendError {
     }
 }
 
-fn grpc_failure(status: &tonic::Status) -> String {
+/// Whether `status` is tonic's own, for an answer it could not decode (malformed, or past its
+/// size limit): whatever the collector meant, it took the request. tonic's words are all there
+/// is to go by.
+fn answer_unreadable(status: &tonic::Status) -> bool {
     let message = status.message();
+    match status.code() {
+        tonic::Code::Internal => {
+            message.starts_with("failed to decode Protobuf message")
+                || message.starts_with("Unexpected EOF decoding stream")
+                || message.starts_with("protocol error: received message with compressed-flag")
+        }
+        tonic::Code::OutOfRange => message.starts_with("Error, decoded message length too large"),
+        _ => false,
+    }
+}
+
+fn grpc_failure(status: &tonic::Status) -> String {
+    let message = super::target::printable(status.message());
     if message.is_empty() {
         format!("the collector answered gRPC {}", status.code())
     } else {

@@ -83,11 +83,11 @@ impl Http {
             })?;
         let status = response.status();
         if status.is_success() {
-            // The answer is small; a body that cannot be read or decoded is no partial success
-            // to report.
-            let body = response.bytes().await.unwrap_or_default();
+            // The collector took it. A body that cannot be read or decoded, or that runs past
+            // what an answer can be, is no partial success to report.
+            let body = read_answer(response).await;
             return Ok(Accepted::from_response(
-                ExportMetricsServiceResponse::decode(body.as_ref()).ok(),
+                ExportMetricsServiceResponse::decode(body.as_slice()).ok(),
             ));
         }
         let retry_after = response
@@ -108,6 +108,23 @@ impl Http {
             too_large: status == reqwest::StatusCode::PAYLOAD_TOO_LARGE,
             bad_data: status == reqwest::StatusCode::BAD_REQUEST,
         })
+    }
+}
+
+/// The most of an answer that is read: a partial success is a count and a line of text, and an
+/// answer that goes on past this (an endless chunked body) must not fill the memory.
+const MAX_ANSWER_BYTES: usize = 1 << 20;
+
+/// The answer's body, or nothing if it cannot be read whole within [`MAX_ANSWER_BYTES`].
+async fn read_answer(mut response: reqwest::Response) -> Vec<u8> {
+    let mut body = Vec::new();
+    loop {
+        match response.chunk().await {
+            Ok(Some(chunk)) if body.len() + chunk.len() <= MAX_ANSWER_BYTES => body.extend_from_slice(&chunk),
+            Ok(None) => return body,
+            // Too long, or broken off: the connection is dropped with the response.
+            _ => return Vec::new(),
+        }
     }
 }
 

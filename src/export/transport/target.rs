@@ -122,22 +122,33 @@ impl OtlpTarget {
 }
 
 /// `url` with its user-info and its query replaced by `***`: `http://***@host/v1/metrics?***`.
-/// Works on text that is not a valid URL too: it only cuts.
+/// Works on text that is not a valid URL too, a mistyped one included (`http:/u:p@host`,
+/// `https//…`, a password holding `/`, `?`, `#` or `@`): it only cuts, and errs towards cutting
+/// more. Everything up to the last `@` is user-info, wherever it is; the scheme as typed stays.
 pub fn redacted(url: &str) -> String {
-    let (scheme, rest) = match url.find("://") {
-        Some(i) => url.split_at(i + 3),
-        None => ("", url),
+    let scheme_len = url
+        .find(|c: char| !(c.is_ascii_alphanumeric() || "+.-".contains(c)))
+        .unwrap_or(url.len());
+    let separator_len = url[scheme_len..]
+        .find(|c: char| c != ':' && c != '/')
+        .unwrap_or(url.len() - scheme_len);
+    let kept = scheme_len + separator_len;
+    // A scheme is what comes before a slash: `user:pass@host` has none.
+    let (scheme, rest) = if scheme_len > 0 && url[scheme_len..kept].contains('/') {
+        url.split_at(kept)
+    } else {
+        ("", url)
     };
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, after) = rest.split_at(authority_end);
-    let host = match authority.rfind('@') {
-        Some(at) => format!("***@{}", &authority[at + 1..]),
-        None => authority.to_string(),
+    let (user_info, rest) = match rest.rfind('@') {
+        Some(at) => ("***@", &rest[at + 1..]),
+        None => ("", rest),
     };
-    let path_end = after.find(['?', '#']).unwrap_or(after.len());
-    let (path, tail) = after.split_at(path_end);
-    let query = if tail.starts_with('?') { "?***" } else { "" };
-    format!("{scheme}{host}{path}{query}")
+    let (address, query) = match rest.find(['?', '#']) {
+        Some(at) if rest[at..].starts_with('?') => (&rest[..at], "?***"),
+        Some(at) => (&rest[..at], ""),
+        None => (rest, ""),
+    };
+    format!("{scheme}{user_info}{address}{query}")
 }
 
 /// What the collector said when it took a request.
@@ -178,14 +189,9 @@ impl Accepted {
     }
 }
 
-/// A collector's own text, cut to one short line.
-fn printable(text: &str) -> String {
-    text.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .take(200)
-        .collect::<String>()
-        .trim()
-        .to_string()
+/// A collector's own text, cut to one short line with nothing a terminal would act on.
+pub(super) fn printable(text: &str) -> String {
+    crate::shown::one_line(text.trim(), 200)
 }
 
 /// The longest wait a collector's `Retry-After` can ask for; a longer one is cut to this.
@@ -207,8 +213,9 @@ pub enum SendError {
         /// refused again, e.g. a sample older than the newest a backend holds.
         bad_data: bool,
     },
-    /// Sent, or partly sent, and no answer came: a timeout, a connection closed or reset before
-    /// the answer. The collector may or may not have the data.
+    /// Sent, or partly sent, and no answer came that can be read: a timeout, a connection closed
+    /// or reset before the answer, an answer that cannot be decoded. The collector may or may not
+    /// have the data.
     Unknown(String),
 }
 
@@ -225,7 +232,7 @@ impl fmt::Display for SendError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             SendError::NotSent(detail) | SendError::Refused { detail, .. } => f.write_str(detail),
-            SendError::Unknown(detail) => write!(f, "no answer ({detail})"),
+            SendError::Unknown(detail) => write!(f, "outcome unknown ({detail})"),
         }
     }
 }
@@ -242,7 +249,7 @@ pub(super) fn error_chain(error: &dyn std::error::Error) -> String {
         }
         source = cause.source();
     }
-    text
+    crate::shown::one_line(&text, 500)
 }
 
 /// The hint for a TLS handshake the exporter or the collector refused, found in the error's
@@ -324,6 +331,13 @@ mod tests {
             ("http://a@b@host?x", "http://***@host?***"),
             ("not a url:secret@x", "***@x"),
             ("http://host/p#frag", "http://host/p"),
+            ("http:/user:S3CRET@host/v1/metrics", "http:/***@host/v1/metrics"),
+            ("https//user:S3CRET@host", "https//***@host"),
+            ("http://u:S3/CRET@host/v1", "http://***@host/v1"),
+            ("http://u:S3?CRET@host/v1", "http://***@host/v1"),
+            ("http://u:S3#CRET@host/v1", "http://***@host/v1"),
+            ("HTTP://u:S3CRET@host", "HTTP://***@host"),
+            ("user:S3CRET@host:4318", "***@host:4318"),
         ] {
             assert_eq!(redacted(url), shown, "{url}");
         }
