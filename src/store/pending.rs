@@ -130,8 +130,8 @@ impl Store {
     }
 
     /// Notes that `/metrics` served, at `now_ns`, the series the stream record lists: written
-    /// when `force`d (a clean stop) or when the last note is a minute old or more. Needs no
-    /// flush of its own: lost, the note is older, and births are dated earlier, never later.
+    /// when `force`d (a clean stop) or when the last note is a minute old or more. A note lost
+    /// to a crash leaves an older one, and births dated earlier, never later.
     pub fn note_publication(&mut self, now_ns: u64, force: bool) -> Result<(), StoreError> {
         let due = self.stream.published_ns.saturating_add(60_000_000_000);
         if now_ns == 0 || (!force && now_ns < due) || now_ns <= self.stream.published_ns {
