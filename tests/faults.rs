@@ -697,6 +697,14 @@ fn libfaketime() -> Option<PathBuf> {
         .find(|lib| lib.exists())
 }
 
+/// `command` under libfaketime's `lib` with `FAKETIME=faked` (the monotonic clock left real).
+fn with_faked_clock<'a>(command: &'a mut Command, lib: &Path, faked: &str) -> &'a mut Command {
+    command
+        .env("LD_PRELOAD", lib)
+        .env("FAKETIME", faked)
+        .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
+}
+
 /// The wall clock set back by minutes (libfaketime, preloaded), as an NTP step does: runs that
 /// start "earlier" than the ones before them still deliver exactly, `once` and `run` alike, each
 /// export a millisecond after the one before, and nothing panics. (Set back by more than 10
@@ -845,11 +853,7 @@ fn a_clock_before_1970_is_one_line_never_a_panic() {
         &["status"],
         &["doctor"],
     ] {
-        let out = fx
-            .command(args)
-            .env("LD_PRELOAD", &lib)
-            .env("FAKETIME", "@1969-12-31 23:59:00")
-            .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
+        let out = with_faked_clock(&mut fx.command(args), &lib, "@1969-12-31 23:59:00")
             .output()
             .unwrap();
         assert_eq!(
@@ -931,13 +935,13 @@ fn a_clock_that_ran_fast_does_not_leave_the_stream_in_the_future() {
     let mut model = Model::default();
     let mut generator = Generator::new(14);
     ledger(&fx, &mut model, &mut generator, 20);
-    let fast = fx
-        .command(&["once", "--otlp-endpoint", &receiver.endpoint])
-        .env("LD_PRELOAD", &lib)
-        .env("FAKETIME", "+3650d")
-        .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
-        .output()
-        .unwrap();
+    let fast = with_faked_clock(
+        &mut fx.command(&["once", "--otlp-endpoint", &receiver.endpoint]),
+        &lib,
+        "+3650d",
+    )
+    .output()
+    .unwrap();
     assert_success(&fast);
     let now_ns = || {
         std::time::SystemTime::now()

@@ -150,6 +150,17 @@ fn line(model: &str, minute: u32) -> String {
     )
 }
 
+/// [`created_of`], waited for until `/metrics` serves the series.
+fn first_created_of(port: u16, model: &str) -> u64 {
+    let mut created = None;
+    let served = wait_until(Duration::from_secs(20), || {
+        created = created_of(port, model);
+        created.is_some()
+    });
+    assert!(served, "/metrics never served {model}");
+    created.unwrap()
+}
+
 fn unix_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -187,12 +198,7 @@ fn a_store_restored_from_a_backup_serves_no_birth_after_what_was_scraped() {
     std::fs::remove_dir_all(&fx.state).unwrap();
     common::copy_tree(&backup, &fx.state);
     let (daemon, port) = fx.spawn_serving(&[]);
-    let mut again = None;
-    assert!(wait_until(Duration::from_secs(20), || {
-        again = created_of(port, "kimi-k2");
-        again.is_some()
-    }));
-    let again = again.unwrap();
+    let again = first_created_of(port, "kimi-k2");
     assert!(
         again <= created,
         "born again at {again} ms, after the lost run served it (from {first_scraped_ms} ms, born {created} ms)"
@@ -215,12 +221,7 @@ fn a_series_that_lands_while_run_is_stopped_is_born_after_its_last_publication()
     fx.append_lines("2026-11-30.jsonl", &[&line("kimi-k2", 1)]);
     let (daemon, port) = fx.spawn_serving(&[]);
     let started_ms = unix_ms();
-    let mut created = None;
-    assert!(wait_until(Duration::from_secs(20), || {
-        created = created_of(port, "kimi-k2");
-        created.is_some()
-    }));
-    let created = created.unwrap();
+    let created = first_created_of(port, "kimi-k2");
     assert!(
         created + 1000 >= stopped_ms && created <= started_ms,
         "born at {created} ms; stopped at {stopped_ms} ms, started at {started_ms} ms"
