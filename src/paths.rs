@@ -1,7 +1,12 @@
 //! Where things are: the Reasonix stats folder resolved as Reasonix resolves it, path settings
 //! cleaned as Reasonix cleans them, and where each resolved setting came from.
 
+use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
+
+/// The environment as the exporter reads it: a variable's value as the OS holds it, bytes that
+/// need not be UTF-8 (a path may be any bytes); `None` when unset or blank.
+pub type Env<'a> = &'a dyn Fn(&str) -> Option<OsString>;
 
 /// Where a resolved setting came from, for `doctor` and for error messages.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,7 +36,7 @@ impl std::fmt::Display for Origin {
 /// `$REASONIX_HOME`, else `%APPDATA%\reasonix` on Windows, else `~/.reasonix`
 /// (`../shared/spec/ledger.md`, "Where it is"). Returns `None` only when no home folder can be
 /// found either.
-pub fn reasonix_stats_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<(PathBuf, Origin)> {
+pub fn reasonix_stats_dir(env: Env<'_>) -> Option<(PathBuf, Origin)> {
     if let Some(root) = env("REASONIX_STATE_HOME").and_then(|v| clean_path(&v, env)) {
         return Some((root.join("stats"), Origin::Env("REASONIX_STATE_HOME")));
     }
@@ -42,7 +47,7 @@ pub fn reasonix_stats_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<(PathB
     Some((home.join("stats"), origin))
 }
 
-fn reasonix_home(env: &dyn Fn(&str) -> Option<String>) -> Option<(PathBuf, Origin)> {
+fn reasonix_home(env: Env<'_>) -> Option<(PathBuf, Origin)> {
     if let Some(home) = env("REASONIX_HOME").and_then(|v| clean_path(&v, env)) {
         return Some((home, Origin::Env("REASONIX_HOME")));
     }
@@ -56,7 +61,7 @@ fn reasonix_home(env: &dyn Fn(&str) -> Option<String>) -> Option<(PathBuf, Origi
 
 /// The state root Reasonix's `config.toml` names, read-only: a file that is missing, unreadable,
 /// not a regular file of at most 1 MiB, or not valid TOML names nothing, as for Reasonix.
-fn storage_state(config: &std::path::Path, env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+fn storage_state(config: &std::path::Path, env: Env<'_>) -> Option<PathBuf> {
     use std::io::Read as _;
     let mut options = std::fs::File::options();
     options.read(true);
@@ -77,32 +82,38 @@ fn storage_state(config: &std::path::Path, env: &dyn Fn(&str) -> Option<String>)
     }
     let doc: toml::Table = text.parse().ok()?;
     let state = doc.get("storage")?.as_table()?.get("state")?.as_str()?;
-    clean_path(state, env)
+    clean_path(OsStr::new(state), env)
 }
 
 /// The user's home folder: `$HOME` (`%USERPROFILE%` on Windows), else the OS's answer.
-pub fn home_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+pub fn home_dir(env: Env<'_>) -> Option<PathBuf> {
     let var = if cfg!(windows) { "USERPROFILE" } else { "HOME" };
     env(var)
-        .filter(|h| !h.trim().is_empty())
+        .filter(|h| !h.as_encoded_bytes().trim_ascii().is_empty())
         .map(PathBuf::from)
         .or_else(std::env::home_dir)
 }
 
 /// Cleans a path setting the way Reasonix does: trims white space, expands `$VAR`, `${VAR}` and a
-/// leading `~`, and makes a relative path absolute. A blank value is `None` (unset).
-pub fn clean_path(value: &str, env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
-    let trimmed = value.trim();
+/// leading `~`, and makes a relative path absolute. A blank value is `None` (unset). The bytes
+/// are kept as they are: a path need not be UTF-8, here or in a variable it names.
+pub fn clean_path(value: &OsStr, env: Env<'_>) -> Option<PathBuf> {
+    let trimmed = value.as_encoded_bytes().trim_ascii();
     if trimmed.is_empty() {
         return None;
     }
     let expanded = expand_vars(trimmed, env);
-    let path = match expanded.strip_prefix('~') {
-        Some(rest) if rest.is_empty() || rest.starts_with(['/', '\\']) => {
+    let path = match expanded.strip_prefix(b"~") {
+        Some(rest) if rest.is_empty() || rest.starts_with(b"/") || rest.starts_with(b"\\") => {
             let home = home_dir(env)?;
-            home.join(rest.trim_start_matches(['/', '\\']))
+            let rest: Vec<u8> = rest
+                .iter()
+                .copied()
+                .skip_while(|b| *b == b'/' || *b == b'\\')
+                .collect();
+            home.join(os_string_of(rest))
         }
-        _ => PathBuf::from(&expanded),
+        _ => PathBuf::from(os_string_of(expanded)),
     };
     if path.is_absolute() {
         Some(path)
@@ -113,41 +124,55 @@ pub fn clean_path(value: &str, env: &dyn Fn(&str) -> Option<String>) -> Option<P
 
 /// `$NAME` and `${NAME}` replaced by the variable's value (empty when unset), as Go's
 /// `os.ExpandEnv` does. A `$` not followed by a name stays as it is.
-fn expand_vars(text: &str, env: &dyn Fn(&str) -> Option<String>) -> String {
-    let mut out = String::with_capacity(text.len());
+fn expand_vars(text: &[u8], env: Env<'_>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len());
     let mut rest = text;
-    while let Some(dollar) = rest.find('$') {
-        out.push_str(&rest[..dollar]);
+    while let Some(dollar) = rest.iter().position(|b| *b == b'$') {
+        out.extend_from_slice(&rest[..dollar]);
         let after = &rest[dollar + 1..];
-        let (name, consumed) = if let Some(braced) = after.strip_prefix('{') {
-            match braced.find('}') {
+        let (name, consumed) = if let Some(braced) = after.strip_prefix(b"{") {
+            match braced.iter().position(|b| *b == b'}') {
                 Some(end) => (&braced[..end], end + 2),
-                None => ("", 0),
+                None => (&b""[..], 0),
             }
         } else {
             let end = after
-                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .iter()
+                .position(|b| !(b.is_ascii_alphanumeric() || *b == b'_'))
                 .unwrap_or(after.len());
             (&after[..end], end)
         };
-        if name.is_empty() {
-            out.push('$');
-            rest = after;
-        } else {
-            out.push_str(&env(name).unwrap_or_default());
-            rest = &after[consumed..];
+        match std::str::from_utf8(name) {
+            Ok(name) if !name.is_empty() => {
+                if let Some(value) = env(name) {
+                    out.extend_from_slice(value.as_encoded_bytes());
+                }
+                rest = &after[consumed..];
+            }
+            _ => {
+                out.push(b'$');
+                rest = after;
+            }
         }
     }
-    out.push_str(rest);
+    out.extend_from_slice(rest);
     out
+}
+
+/// The OS string of `bytes`: pieces of OS strings cut at ASCII characters, and whole ones.
+pub fn os_string_of(bytes: Vec<u8>) -> OsString {
+    #[cfg(unix)]
+    return std::os::unix::ffi::OsStringExt::from_vec(bytes);
+    #[cfg(not(unix))]
+    return OsString::from(String::from_utf8_lossy(&bytes).into_owned());
 }
 
 /// An environment of just `pairs`, for tests of settings and paths.
 #[cfg(test)]
-pub fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
-    let map: std::collections::HashMap<String, String> = pairs
+pub fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> + use<> {
+    let map: std::collections::HashMap<String, OsString> = pairs
         .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .map(|(k, v)| (k.to_string(), OsString::from(v)))
         .collect();
     move |name| map.get(name).cloned()
 }
@@ -192,6 +217,21 @@ mod tests {
             reasonix_stats_dir(&env).unwrap().0,
             PathBuf::from("/b/s/x$/stats")
         );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_path_keeps_bytes_that_are_not_utf8_in_itself_and_in_a_variable_it_names() {
+        use std::os::unix::ffi::OsStrExt;
+        let latin1 = |bytes: &[u8]| OsStr::from_bytes(bytes).to_os_string();
+        let env = move |name: &str| match name {
+            "REASONIX_HOME" => Some(latin1(b" $BASE/caf\xe9 ")),
+            "BASE" => Some(latin1(b"/h\xff")),
+            _ => None,
+        };
+        let (stats, origin) = reasonix_stats_dir(&env).unwrap();
+        assert_eq!(stats.as_os_str().as_bytes(), b"/h\xff/caf\xe9/stats");
+        assert_eq!(origin, Origin::Env("REASONIX_HOME"));
     }
 
     #[test]

@@ -628,3 +628,50 @@ fn currencies_are_never_folded_and_other_values_past_thirty_two_become_other() {
     assert_eq!(got_unpriced, want_unpriced);
     assert_eq!(sum(&status, "requests"), 123, "no token or request hidden");
 }
+
+/// A usage row of the attribute set `m/<n>`.
+fn row_of_set(day: &str, n: usize) -> String {
+    format!(r#"{{"ts":"{day}T10:00:00.{n:06}Z","model":"m/{n}","source":"cli","total":1,"requests":1}}"#)
+}
+
+/// Which 1,000 attribute sets escape the fold depends on the order lines were first seen, and a
+/// rebuild reads the files in name order: it keeps the sets the stream already sent, not others.
+#[test]
+fn a_rebuild_keeps_the_attribute_sets_the_backend_has() {
+    let fx = Fixture::new();
+    let receiver = common::receiver::Receiver::http();
+    let late: Vec<String> = (0..1000).map(|n| row_of_set("2026-11-30", n)).collect();
+    fx.append_lines(
+        "2026-11-30.jsonl",
+        &late.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    assert_success(&fx.export_to(&receiver));
+    // Written later into a file whose name comes first: folded when first seen.
+    let early: Vec<String> = (1000..1100).map(|n| row_of_set("2026-11-01", n)).collect();
+    fx.append_lines(
+        "2026-11-01.jsonl",
+        &early.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    assert_success(&fx.export_to(&receiver));
+    let sets = |status: &Value| -> Vec<String> {
+        let series = status["series"].as_array().unwrap().iter();
+        series
+            .map(|s| format!("{}={}", s["model_ref"], s["total"]))
+            .collect()
+    };
+    let before = sets(&fx.status());
+    assert_eq!(before.len(), 1001, "1,000 sets and other");
+
+    assert_success(&fx.run(&["once", "--otlp", "off", "--reset-state"]));
+    let after = sets(&fx.status());
+    let gone: Vec<&String> = before.iter().filter(|s| !after.contains(s)).collect();
+    assert!(
+        gone.is_empty(),
+        "after the rebuild, {} sets differ: {:?}…",
+        gone.len(),
+        &gone[..gone.len().min(5)]
+    );
+    assert_success(&fx.export_to(&receiver));
+    let newest: u64 = receiver.newest_values().values().map(|v| v[5]).sum();
+    assert_eq!(newest, 1100, "the backend's newest values add up to the ledger");
+}

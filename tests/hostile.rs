@@ -957,3 +957,123 @@ fn nothing_planted_in_the_state_dir_is_followed_and_it_stays_private() {
     let line = the_error_line(&fx.run(&["status"]));
     assert!(line.contains("symbolic link"), "{line}");
 }
+
+/// Bytes the files below `dir` take on disk.
+fn disk_bytes(dir: &std::path::Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    files_below(dir)
+        .iter()
+        .map(|f| {
+            std::fs::symlink_metadata(f)
+                .map(|m| m.blocks() * 512)
+                .unwrap_or(0)
+        })
+        .sum()
+}
+
+#[test]
+fn a_busy_day_appended_one_line_at_a_time_keeps_the_store_proportional() {
+    // A team bot's day: tens of thousands of lines, then one line at a time, each counted by a
+    // timer's `once`. sled rewrites a value whole on each change, and one of over 128 KiB as a
+    // blob file it never reclaims: a day's partition must never get there.
+    let fx = Fixture::new();
+    let mut model = Model::default();
+    let day = days(1)[0].clone();
+    let name = format!("{day}.jsonl");
+    let text = Generator::new(24).day_file(&day, 40_000);
+    fx.append(&name, text.as_bytes());
+    model.feed(text.as_bytes());
+    fx.ingest();
+    let after_backfill = disk_bytes(&fx.state);
+    const APPENDS: u64 = 150;
+    for i in 0..APPENDS {
+        let line = format!(
+            r#"{{"ts":"{day}T23:{:02}:{:02}.{i:06}Z","model":"bot/append","source":"bot","total":{}}}"#,
+            i / 60,
+            i % 60,
+            i + 1
+        );
+        fx.append_lines(&name, &[&line]);
+        model.feed(format!("{line}\n").as_bytes());
+        fx.ingest();
+    }
+    assert_eq!(
+        fx.status(),
+        model.expected.status_json(),
+        "every line counted once"
+    );
+    let after = disk_bytes(&fx.state);
+    eprintln!("state dir: {after_backfill} bytes after the backfill, {after} after the appends");
+    let lines = 40_000 + APPENDS;
+    // The hashes alone are 16 bytes a line; sled's log and its preallocated segments add a few
+    // MiB whatever the size.
+    assert!(
+        after <= after_backfill + (4 << 20) && after <= (4 << 20) + lines * 100,
+        "{APPENDS} appends took the state dir from {after_backfill} to {after} bytes ({} a line)",
+        after / lines
+    );
+}
+
+#[test]
+fn environment_values_that_are_not_utf8_are_paths_as_given_or_an_error() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let fx = Fixture::new();
+    let mut model = Model::default();
+    // A Reasonix home and a state root named in Latin-1 bytes: Reasonix takes them as they are.
+    let home = fx.root.path().join(OsStr::from_bytes(b"reasonix-\xe9"));
+    let xdg = fx.root.path().join(OsStr::from_bytes(b"state-\xff"));
+    std::fs::create_dir_all(home.join("stats")).unwrap();
+    let day = days(1)[0].clone();
+    let text = Generator::new(13).day_file(&day, 50);
+    std::fs::write(home.join("stats").join(format!("{day}.jsonl")), &text).unwrap();
+    model.feed(text.as_bytes());
+    let exporter = |args: &[&str], extra: &[(&str, &OsStr)]| -> Output {
+        let mut cmd = Command::new(common::BIN);
+        cmd.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &fx.home)
+            .env("REASONIX_HOME", &home)
+            .env("XDG_STATE_HOME", &xdg);
+        for (name, value) in extra {
+            cmd.env(name, value);
+        }
+        cmd.args(args).output().expect("run the exporter")
+    };
+    assert_success(&exporter(&["once", "--otlp", "off"], &[]));
+    assert!(
+        xdg.join("reasonix-exporter").join("store").is_dir(),
+        "the state dir is under $XDG_STATE_HOME's bytes"
+    );
+    let status = exporter(&["status", "--json"], &[]);
+    assert_success(&status);
+    let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(
+        status,
+        model.expected.status_json(),
+        "the ledger under $REASONIX_HOME's bytes"
+    );
+
+    // A text setting is never silently unset: an export without its Authorization header is
+    // worse than none.
+    let receiver = Receiver::http();
+    let headers = OsStr::from_bytes(b"authorization=Bearer s3cr\xe9t");
+    let once = [
+        "once",
+        "--otlp-endpoint",
+        &receiver.endpoint,
+        "--otlp-protocol",
+        receiver.protocol,
+    ];
+    for var in [
+        "OTEL_EXPORTER_OTLP_HEADERS",
+        "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+    ] {
+        let out = exporter(&once, &[(var, headers)]);
+        assert!(!out.status.success(), "{var} not UTF-8, and `once` succeeded");
+        let line = the_error_line(&out);
+        assert!(line.contains(var) && line.contains("UTF-8"), "{line}");
+        assert!(!contains(&out.stderr, b"s3cr"), "the value is never shown");
+    }
+    assert!(receiver.requests().is_empty(), "nothing sent");
+}

@@ -228,3 +228,82 @@ fn a_series_that_lands_while_run_is_stopped_is_born_after_its_last_publication()
     );
     daemon.terminate();
 }
+
+/// The value of an unlabelled metric in a text exposition.
+fn value_of(body: &str, name: &str) -> Option<f64> {
+    body.lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|value| value.trim().parse().ok())
+}
+
+/// A store rebuilt from the ledger (`--reset-state`, or its folder deleted) serves, from its
+/// first scrape on, no value below what the run before served: Prometheus reads a drop as a
+/// reset, and `increase()` would count the whole history again.
+#[test]
+fn a_store_rebuilt_from_the_ledger_serves_nothing_below_what_was_served() {
+    let fx = Fixture::new();
+    let mut model = Model::default();
+    let mut generator = Generator::new(44);
+    // Enough files that the rebuild lasts many scrapes.
+    for day in days(3000) {
+        let text = generator.day_file(&day, 8);
+        fx.append(&format!("{day}.jsonl"), text.as_bytes());
+        model.feed(text.as_bytes());
+    }
+    let (daemon, port) = fx.spawn_serving(&[]);
+    assert!(wait_until(Duration::from_secs(60), || scrape_totals(port)
+        == Some(model.expected.totals())));
+    let served = scrape_totals(port).unwrap();
+    let counted_name = "reasonix_exporter_lines_counted_total";
+    let counted = value_of(&common::http_get(port, "/metrics", None).unwrap(), counted_name).unwrap();
+    daemon.terminate();
+
+    for rebuild in ["--reset-state", "a deleted store"] {
+        let extra: &[&str] = if rebuild == "--reset-state" {
+            &["--reset-state"]
+        } else {
+            std::fs::remove_dir_all(fx.state.join("store")).unwrap();
+            &[]
+        };
+        let mut args = vec!["--otlp", "off", "--prometheus", "127.0.0.1:0"];
+        args.extend_from_slice(extra);
+        let daemon = fx.spawn(&args);
+        let port = daemon.metrics_port();
+        let mut during = 0;
+        assert!(
+            wait_until(Duration::from_secs(60), || {
+                let Some(body) = common::http_get(port, "/metrics", None) else {
+                    return false;
+                };
+                let Some(now) = scrape_totals(port) else {
+                    return false;
+                };
+                for (series, values) in &served {
+                    let value = now.get(series).copied().unwrap_or_default();
+                    assert!(
+                        value.iter().zip(values).all(|(a, b)| a >= b),
+                        "after {rebuild}, {series:?} served {value:?}, below {values:?}"
+                    );
+                }
+                let lines = value_of(&body, counted_name).unwrap_or_default();
+                assert!(
+                    lines >= counted,
+                    "after {rebuild}, {lines} lines counted served, below {counted}"
+                );
+                let polled = value_of(&body, "reasonix_exporter_last_poll_end_timestamp_seconds");
+                if polled == Some(0.0) {
+                    during += 1;
+                }
+                polled > Some(0.0) && now == model.expected.totals()
+            }),
+            "the rebuild after {rebuild} never served the totals: {}",
+            daemon.log_text()
+        );
+        eprintln!("{during} scrapes during the rebuild after {rebuild}");
+        assert!(
+            during > 0,
+            "no scrape came during the rebuild after {rebuild}: make the ledger longer"
+        );
+        daemon.terminate();
+    }
+}

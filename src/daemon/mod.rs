@@ -237,12 +237,19 @@ impl Daemon {
                 Err(e) => tracing::warn!("cannot note new series in the state dir: {e}"),
             }
         }
+        // A store rebuilt from the ledger (`--reset-state`, a deleted store) serves no less than
+        // was served before, series by series, while it catches up: a scraper reads a lower value
+        // as a reset, and counts the whole history again (docs/counting-rules.md, "Rebuilds").
+        let mut lifetime = store.lifetime().clone();
+        lifetime.raise_to(&store.stream().served);
+        let mut health = health;
+        health.counts = health.counts.raised_to(&store.stream().served_counts);
         // A moment the snapshot holds the series the stream record lists, and none other: what
         // a series found later is dated after (here, and by the next run).
         let noted = self.births_noted.0 == series;
         if self.caught_up && noted {
             self.published_ns = Some(now_ns);
-            if let Err(e) = store.note_publication(now_ns, false) {
+            if let Err(e) = store.note_publication(now_ns, false, &lifetime, &health.counts) {
                 tracing::debug!("cannot note the publication in the state dir: {e}");
             }
         }
@@ -259,7 +266,7 @@ impl Daemon {
             }
         }
         self.snapshots.send_replace(Arc::new(Snapshot {
-            lifetime: store.lifetime().clone(),
+            lifetime,
             births: self.births_noted.1.clone(),
             health,
         }));
@@ -279,7 +286,11 @@ impl Daemon {
         let health = self.health();
         if let (Some(store), Some(_)) = (self.store.as_mut(), self.published_ns) {
             let served = store.lifetime().len() == self.births_noted.0;
-            if served && let Err(e) = store.note_publication(crate::export::otlp::now_ns(), true) {
+            let last = self.snapshots.borrow().clone();
+            let now_ns = crate::export::otlp::now_ns();
+            if served
+                && let Err(e) = store.note_publication(now_ns, true, &last.lifetime, &last.health.counts)
+            {
                 tracing::debug!("cannot note the last publication in the state dir: {e}");
             }
         }

@@ -128,7 +128,7 @@ fn read_region(
         if read_to < region.end && stop.load(Ordering::Relaxed) {
             return Ok(Region::Stopped);
         }
-        if batch.counts.bytes >= super::COMMIT_BYTES || batch.partitions() >= super::COMMIT_PARTITIONS {
+        if batch.counts.bytes >= super::COMMIT_BYTES || batch.days() >= super::COMMIT_DAYS {
             store.commit(std::mem::take(batch))?;
         }
     }
@@ -142,12 +142,12 @@ fn add_quote(store: &Store, batch: &mut Batch, line: &[u8]) -> Result<(), StoreE
         return Ok(());
     };
     let hash = LineHash::of(line);
-    if !batch.was_seen(row.day, hash, |key| store.partition(key))? {
+    if !batch.was_seen(store, row.day, hash)? {
         // Not counted before cost (a file rewritten since): the usual reading counts it whole.
         return Ok(());
     }
-    if batch.mark_costed(row.day, hash, |key| store.cost_pass_partition(key))? {
-        batch.add(&store.lifetime().tokens, &row, Part::QuoteOnly);
+    if batch.mark_costed(store, row.day, hash)? {
+        batch.add(store.fold_known(), &row, Part::QuoteOnly);
     }
     Ok(())
 }

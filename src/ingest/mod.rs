@@ -24,9 +24,9 @@ use crate::store::{Batch, Store, StoreError};
 /// few fsyncs, small enough that memory stays flat whatever the ledger's size.
 const COMMIT_BYTES: u64 = 32 << 20;
 
-/// ... or this many seen-set partitions (four a day): years of small day files would otherwise
-/// make one commit of tens of thousands of sled values.
-const COMMIT_PARTITIONS: usize = 1024;
+/// ... or this many days of the seen set: years of small day files would otherwise make one
+/// commit of tens of thousands of sled values (each day's partitions it touched).
+const COMMIT_DAYS: usize = 256;
 
 #[derive(Debug, thiserror::Error)]
 pub enum IngestError {
@@ -205,7 +205,7 @@ fn read_file(
         if stop.load(Ordering::Relaxed) {
             return Ok(FileOutcome::Stopped);
         }
-        if batch.counts.bytes >= COMMIT_BYTES || batch.partitions() >= COMMIT_PARTITIONS {
+        if batch.counts.bytes >= COMMIT_BYTES || batch.days() >= COMMIT_DAYS {
             store.commit(std::mem::take(batch))?;
         }
     }
@@ -223,7 +223,7 @@ fn count_line(
         Decoded::Row(row) => row.day,
         Decoded::Rejected(_) => None,
     };
-    if !batch.mark_seen(day, hash, |key| store.partition(key))? {
+    if !batch.mark_seen(store, day, hash)? {
         batch.counts.duplicate += 1;
         return Ok(());
     }
@@ -232,9 +232,9 @@ fn count_line(
             batch.counts.counted += 1;
             if !store.cost_pass().is_empty() {
                 // Counted whole, its cost included: the cost pass must not add it again.
-                batch.mark_costed(row.day, hash, |key| store.cost_pass_partition(key))?;
+                batch.mark_costed(store, row.day, hash)?;
             }
-            batch.add(&store.lifetime().tokens, &row, Part::Whole);
+            batch.add(store.fold_known(), &row, Part::Whole);
         }
         Decoded::Rejected(why) => batch.counts.reject(why),
         Decoded::Blank => {}

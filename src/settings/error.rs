@@ -20,6 +20,10 @@ pub enum SettingsError {
         origin: Origin,
         stats: PathBuf,
     },
+    #[error(
+        "${var} is not valid UTF-8, and the exporter reads it as text: set it again in UTF-8, or unset it"
+    )]
+    NotUtf8 { var: &'static str },
     #[error("{what} setting from {origin} is blank")]
     Blank { what: &'static str, origin: Origin },
     #[error("cannot find {what}: no home folder; set {flag}")]

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use super::SettingsError;
 
-use super::Env;
 use super::catalog::{self, CONFIG};
+use crate::paths::Env;
 use crate::paths::home_dir;
 
 /// The config file's values, by key; every key is one of the catalog's.

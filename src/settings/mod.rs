@@ -9,15 +9,17 @@ mod otlp;
 mod values;
 
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::export::payload::Temporality;
 use crate::export::transport::OtlpTarget;
-use crate::paths::{Origin, clean_path, home_dir, reasonix_stats_dir};
+use crate::paths::{Env, Origin, clean_path, home_dir, reasonix_stats_dir};
 use catalog::{
-    Def, EXPORT_INTERVAL, OTLP, POLL_INTERVAL, PROMETHEUS, SANDBOX, SDK_DISABLED, STATE_DIR, STATS_DIR, WATCH,
+    CONFIG, Def, EXPORT_INTERVAL, OTLP, OTLP_CERTIFICATE, OTLP_CLIENT_CERTIFICATE, OTLP_CLIENT_KEY,
+    POLL_INTERVAL, PROMETHEUS, SANDBOX, SDK_DISABLED, SETTINGS, STATE_DIR, STATS_DIR, WATCH,
 };
 pub use error::SettingsError;
 use file::FileConfig;
@@ -65,11 +67,31 @@ pub struct OtlpSettings {
 /// The command line's values, by catalog key (a switch is present with an empty value).
 pub type Flags = BTreeMap<&'static str, String>;
 
-type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
+/// Looks a variable up in the process environment, as its bytes; blank counts as unset.
+pub fn process_env(name: &str) -> Option<OsString> {
+    std::env::var_os(name).filter(|v| !v.as_encoded_bytes().trim_ascii().is_empty())
+}
 
-/// Looks a variable up in the process environment; blank counts as unset.
-pub fn process_env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+/// The settings whose values are paths: taken as bytes, as given. Every other setting is text,
+/// and a variable that sets one with bytes that are not UTF-8 is an error, never unset.
+const PATH_SETTINGS: [&Def; 6] = [
+    &STATS_DIR,
+    &STATE_DIR,
+    &CONFIG,
+    &OTLP_CERTIFICATE,
+    &OTLP_CLIENT_CERTIFICATE,
+    &OTLP_CLIENT_KEY,
+];
+
+/// The first variable of a text setting whose value is not UTF-8.
+fn not_text(env: Env<'_>) -> Option<&'static str> {
+    let text_settings = SETTINGS
+        .iter()
+        .filter(|def| !PATH_SETTINGS.iter().any(|path| path.key == def.key));
+    text_settings
+        .flat_map(|def| def.vars.iter().copied())
+        .chain([SDK_DISABLED])
+        .find(|var| env(var).is_some_and(|value| value.to_str().is_none()))
 }
 
 /// Where a setting's value can come from, in order of precedence.
@@ -82,12 +104,19 @@ struct Sources<'a> {
 }
 
 impl Sources<'_> {
-    /// The flag, then the variables in order, then the config file key.
+    /// The flag, then the variables in order, then the config file key. A text setting's
+    /// variables were checked to be UTF-8 (see [`not_text`]).
     fn pick(&self, def: &'static Def) -> Option<(String, Origin)> {
+        self.pick_path(def)
+            .map(|(value, origin)| (value.to_string_lossy().into_owned(), origin))
+    }
+
+    /// [`Sources::pick`] for a path setting: a variable's bytes as they are.
+    fn pick_path(&self, def: &'static Def) -> Option<(OsString, Origin)> {
         let picked = def
             .flag
             .and_then(|_| self.flags.get(def.key))
-            .map(|v| (v.clone(), Origin::Flag))
+            .map(|v| (OsString::from(v), Origin::Flag))
             .or_else(|| {
                 def.vars
                     .iter()
@@ -97,7 +126,7 @@ impl Sources<'_> {
                 def.in_file
                     .then(|| self.file.get(def.key))
                     .flatten()
-                    .map(|v| (v.to_string(), Origin::ConfigFile))
+                    .map(|v| (OsString::from(v), Origin::ConfigFile))
             });
         if let Some((_, origin)) = &picked {
             self.origins.borrow_mut().insert(def.key, origin.clone());
@@ -119,6 +148,9 @@ fn source_name(def: &Def, origin: &Origin) -> String {
 
 impl Settings {
     pub fn resolve(flags: &Flags, reset_state: bool, env: Env<'_>) -> Result<Settings, SettingsError> {
+        if let Some(var) = not_text(env) {
+            return Err(SettingsError::NotUtf8 { var });
+        }
         let (file, config_file) = file::load(flags.get(catalog::CONFIG.key).map(String::as_str), env)?;
         let sources = Sources {
             flags,
@@ -170,7 +202,7 @@ fn default<T>(value: T) -> Setting<T> {
 }
 
 fn resolve_stats_dir(sources: &Sources<'_>) -> Result<Setting<PathBuf>, SettingsError> {
-    Ok(match sources.pick(&STATS_DIR) {
+    Ok(match sources.pick_path(&STATS_DIR) {
         Some((raw, origin)) => Setting {
             value: clean_path(&raw, sources.env).ok_or_else(|| SettingsError::Blank {
                 what: "stats dir",
@@ -227,7 +259,7 @@ fn outside_of(state_dir: &Setting<PathBuf>, stats_dir: &Path) -> Result<(), Sett
 }
 
 fn resolve_state_dir(sources: &Sources<'_>) -> Result<Setting<PathBuf>, SettingsError> {
-    Ok(match sources.pick(&STATE_DIR) {
+    Ok(match sources.pick_path(&STATE_DIR) {
         Some((raw, origin)) => Setting {
             value: clean_path(&raw, sources.env).ok_or_else(|| SettingsError::Blank {
                 what: "state dir",
@@ -244,7 +276,8 @@ fn resolve_state_dir(sources: &Sources<'_>) -> Result<Setting<PathBuf>, Settings
 
 /// `OTEL_SDK_DISABLED=true` turns export off, whatever else says; then the `otlp` setting.
 fn resolve_otlp_on(sources: &Sources<'_>) -> Result<bool, SettingsError> {
-    if (sources.env)(SDK_DISABLED).is_some_and(|v| v.trim().eq_ignore_ascii_case("true")) {
+    let disabled = (sources.env)(SDK_DISABLED);
+    if disabled.is_some_and(|v| v.as_encoded_bytes().trim_ascii().eq_ignore_ascii_case(b"true")) {
         sources
             .origins
             .borrow_mut()
@@ -339,7 +372,7 @@ fn user_name() -> String {
 fn default_state_dir(env: Env<'_>) -> Option<PathBuf> {
     const NAME: &str = "reasonix-exporter";
     if cfg!(windows) {
-        return env("LOCALAPPDATA").map(|d| Path::new(&d).join(NAME));
+        return env("LOCALAPPDATA").map(|d| PathBuf::from(d).join(NAME));
     }
     if let Some(state) = env("XDG_STATE_HOME").and_then(|v| clean_path(&v, env)) {
         return Some(state.join(NAME));
@@ -488,6 +521,28 @@ mod tests {
         );
         assert_eq!(settings.origins["export_interval"], Origin::ConfigFile);
         assert!(!settings.watch.value);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_text_variable_that_is_not_utf8_is_an_error_naming_it_and_a_path_is_taken() {
+        use std::os::unix::ffi::OsStrExt;
+        let with = |name: &'static str, bytes: &'static [u8]| {
+            move |var: &str| match var {
+                "HOME" => Some(OsString::from("/u")),
+                _ if var == name => Some(std::ffi::OsStr::from_bytes(bytes).to_os_string()),
+                _ => None,
+            }
+        };
+        let headers = with("OTEL_EXPORTER_OTLP_HEADERS", b"authorization=Bearer \xe9");
+        let e = resolve(&Flags::new(), &headers).unwrap_err().to_string();
+        assert!(
+            e.contains("$OTEL_EXPORTER_OTLP_HEADERS") && e.contains("UTF-8"),
+            "{e}"
+        );
+        let state = with("REASONIX_EXPORTER_STATE_DIR", b"/s\xe9");
+        let s = resolve(&Flags::new(), &state).unwrap();
+        assert_eq!(s.state_dir.value.as_os_str().as_bytes(), b"/s\xe9");
     }
 
     #[test]

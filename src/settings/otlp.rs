@@ -13,7 +13,7 @@ use super::{OtlpSettings, SettingsError, Sources, source_name};
 use crate::export::payload::Temporality;
 use crate::export::tls::TlsFiles;
 use crate::export::transport::{Headers, OtlpProtocol, OtlpTarget, redacted};
-use crate::paths::{Origin, clean_path};
+use crate::paths::{Origin, clean_path, os_string_of};
 
 /// The generic variable whose value gets the signal's path appended for HTTP (the spec: not for
 /// gRPC, and not the signal-specific one).
@@ -127,10 +127,10 @@ fn endpoint(sources: &Sources<'_>, protocol: OtlpProtocol) -> Result<String, Set
 /// endpoint are an error (almost certainly a forgotten `https`).
 fn tls_files(sources: &Sources<'_>, endpoint: &str) -> Result<TlsFiles, SettingsError> {
     let path = |def: &'static Def| -> Option<(PathBuf, String)> {
-        let (raw, origin) = sources.pick(def)?;
+        let (raw, origin) = sources.pick_path(def)?;
         let path = match origin {
             Origin::ConfigFile => clean_path(&raw, sources.env)?,
-            _ => PathBuf::from(raw.trim()),
+            _ => PathBuf::from(os_string_of(raw.as_encoded_bytes().trim_ascii().to_vec())),
         };
         Some((path, source_name(def, &origin)))
     };

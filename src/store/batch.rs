@@ -4,16 +4,16 @@
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 
-use super::StoreError;
 use super::cost_pass::{PassFile, PassProgress};
 use super::counts::IngestCounts;
-use super::seen::{BUCKETS, LineHash, Partition, PartitionKey};
+use super::seen::{LineHash, LineSet, Partition, PartitionKey};
+use super::{Store, StoreError};
 use crate::ledger::checkpoint::Checkpoint;
 use crate::ledger::decode::Row;
 use crate::ledger::timestamp::Day;
 use crate::series::{AttrSet, Part, QuickHash, SeriesDeltas, Totals};
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Batch {
     pub(super) partitions: Partitions,
     pub(super) series: SeriesDeltas,
@@ -24,21 +24,30 @@ pub struct Batch {
     pub(super) pass: PassProgress,
 }
 
+impl Default for Batch {
+    fn default() -> Batch {
+        Batch {
+            partitions: Partitions::new(LineSet::Seen),
+            series: SeriesDeltas::default(),
+            checkpoints: HashMap::new(),
+            counts: IngestCounts::default(),
+            costed: Partitions::new(LineSet::Costed),
+            pass: PassProgress::default(),
+        }
+    }
+}
+
 impl Batch {
-    /// Seen-set (and cost pass) partitions this batch holds (each one a sled value rewritten at commit).
-    pub fn partitions(&self) -> usize {
-        self.partitions.len() + self.costed.len()
+    /// Days of the seen set (and the cost pass's set) this batch holds: each of their partitions
+    /// it touched is a sled value rewritten at commit.
+    pub fn days(&self) -> usize {
+        self.partitions.days.len() + self.costed.days.len()
     }
 
     /// Records `hash` as seen; `false` when it was seen before, in this batch or in the store.
-    /// A partition not yet in the batch is read once through `load`.
-    pub fn mark_seen(
-        &mut self,
-        day: Option<Day>,
-        hash: LineHash,
-        load: impl FnOnce(&PartitionKey) -> Result<Partition, StoreError>,
-    ) -> Result<bool, StoreError> {
-        Ok(self.partitions.of(day, hash, load)?.insert(hash))
+    /// A partition not yet in the batch is read once from `store`.
+    pub fn mark_seen(&mut self, store: &Store, day: Option<Day>, hash: LineHash) -> Result<bool, StoreError> {
+        Ok(self.partitions.of(store, day, hash)?.insert(hash))
     }
 
     /// Adds what `row` counts (its `part`) to its series; `known` holds the store's series (for
@@ -51,23 +60,18 @@ impl Batch {
     }
 
     /// Whether the store (or this batch) has seen `hash`.
-    pub fn was_seen(
-        &mut self,
-        day: Option<Day>,
-        hash: LineHash,
-        load: impl FnOnce(&PartitionKey) -> Result<Partition, StoreError>,
-    ) -> Result<bool, StoreError> {
-        Ok(self.partitions.of(day, hash, load)?.contains(hash))
+    pub fn was_seen(&mut self, store: &Store, day: Option<Day>, hash: LineHash) -> Result<bool, StoreError> {
+        Ok(self.partitions.of(store, day, hash)?.contains(hash))
     }
 
     /// Records that the cost pass added the quote of `hash`; `false` when it already had.
     pub fn mark_costed(
         &mut self,
+        store: &Store,
         day: Option<Day>,
         hash: LineHash,
-        load: impl FnOnce(&PartitionKey) -> Result<Partition, StoreError>,
     ) -> Result<bool, StoreError> {
-        Ok(self.costed.of(day, hash, load)?.insert(hash))
+        Ok(self.costed.of(store, day, hash)?.insert(hash))
     }
 
     /// The cost pass read `file` up to `region.done` (`None`: all of its region).
@@ -93,53 +97,107 @@ impl Batch {
     }
 }
 
-/// The seen-set partitions a batch holds, with the indices of the last day's four at hand: a
-/// day file's lines all land on its day, and hashing a key for every line showed in the
-/// backfill profile.
-#[derive(Debug, Default)]
+/// The partitions of one set a batch holds, by day, with the last day's at hand by bucket: a day
+/// file's lines all land on its day, and hashing a key for every line showed in the backfill
+/// profile.
+#[derive(Debug)]
 pub(super) struct Partitions {
+    set: LineSet,
     all: Vec<(PartitionKey, Partition)>,
     index: HashMap<PartitionKey, usize, QuickHash>,
-    /// The last day looked up, and its partitions' places in `all` by bucket.
-    recent: Option<(Option<Day>, [Option<usize>; BUCKETS as usize])>,
+    /// Each day's depth, as the store had it, and its partitions' places in `all`.
+    pub(super) days: HashMap<Option<Day>, BatchDay, QuickHash>,
+    /// The last day looked up, its depth, and its partitions' places in `all` by bucket (up to
+    /// [`RECENT_DEPTH`]; deeper days go through `index`).
+    recent: Option<(Option<Day>, u8, Vec<u32>)>,
 }
 
+/// A day as a batch holds it.
+#[derive(Debug)]
+pub(super) struct BatchDay {
+    pub(super) depth: u8,
+    pub(super) partitions: Vec<usize>,
+}
+
+/// The deepest day whose buckets the batch keeps in a table (4,096 of them).
+const RECENT_DEPTH: u8 = 12;
+
+const NOT_LOADED: u32 = u32::MAX;
+
 impl Partitions {
-    pub(super) fn len(&self) -> usize {
-        self.all.len()
+    pub(super) fn new(set: LineSet) -> Partitions {
+        Partitions {
+            set,
+            all: Vec::new(),
+            index: HashMap::default(),
+            days: HashMap::default(),
+            recent: None,
+        }
     }
 
-    pub(super) fn iter(&self) -> impl Iterator<Item = &(PartitionKey, Partition)> {
-        self.all.iter()
+    pub(super) fn set(&self) -> LineSet {
+        self.set
     }
 
-    /// The partition of `hash`, read once through `load` when it is not here yet.
-    fn of(
-        &mut self,
-        day: Option<Day>,
-        hash: LineHash,
-        load: impl FnOnce(&PartitionKey) -> Result<Partition, StoreError>,
-    ) -> Result<&mut Partition, StoreError> {
-        let key = PartitionKey::of(day, hash);
+    pub(super) fn get(&self, at: usize) -> &(PartitionKey, Partition) {
+        &self.all[at]
+    }
+
+    /// The partition of `hash`, read once from `store` when it is not here yet (and its day's
+    /// depth, once a day).
+    fn of(&mut self, store: &Store, day: Option<Day>, hash: LineHash) -> Result<&mut Partition, StoreError> {
+        let depth = match &self.recent {
+            Some((recent_day, depth, _)) if *recent_day == day => *depth,
+            _ => {
+                let depth = match self.days.get(&day) {
+                    Some(known) => known.depth,
+                    None => {
+                        let depth = store.depth_of(self.set, day)?;
+                        self.days.insert(
+                            day,
+                            BatchDay {
+                                depth,
+                                partitions: Vec::new(),
+                            },
+                        );
+                        depth
+                    }
+                };
+                let mut slots = self.recent.take().map(|(_, _, slots)| slots).unwrap_or_default();
+                slots.clear();
+                if depth <= RECENT_DEPTH {
+                    slots.resize(1 << depth, NOT_LOADED);
+                }
+                self.recent = Some((day, depth, slots));
+                depth
+            }
+        };
+        let key = PartitionKey::of(day, depth, hash);
         let bucket = key.bucket as usize;
         let cached = match &self.recent {
-            Some((recent_day, slots)) if *recent_day == day => slots[bucket],
-            _ => {
-                self.recent = Some((day, [None; BUCKETS as usize]));
-                None
-            }
+            Some((_, _, slots)) => slots.get(bucket).copied().filter(|&at| at != NOT_LOADED),
+            None => None,
         };
-        let at = match cached.or_else(|| self.index.get(&key).copied()) {
+        let at = match cached
+            .map(|at| at as usize)
+            .or_else(|| self.index.get(&key).copied())
+        {
             Some(at) => at,
             None => {
-                let partition = load(&key)?;
+                let partition = store.partition(self.set, &key)?;
                 self.all.push((key, partition));
-                self.index.insert(key, self.all.len() - 1);
-                self.all.len() - 1
+                let at = self.all.len() - 1;
+                self.index.insert(key, at);
+                if let Some(known) = self.days.get_mut(&day) {
+                    known.partitions.push(at);
+                }
+                at
             }
         };
-        if let Some((_, slots)) = &mut self.recent {
-            slots[bucket] = Some(at);
+        if let Some((_, _, slots)) = &mut self.recent
+            && let Some(slot) = slots.get_mut(bucket)
+        {
+            *slot = at as u32;
         }
         Ok(&mut self.all[at].1)
     }

@@ -4,7 +4,7 @@
 //! The upgrade itself is one atomic write: the new format version, the pending export in the new
 //! layout, and for every file with a checkpoint the region the old store had read, `[0, offset)`
 //! (`q/<file name>`). The pass then reads those regions again (`ingest::cost_pass`): a line the
-//! seen set has, and the pass's own set (`p/<day>/<bucket>`) does not, adds its quote (cost, or
+//! seen set has, and the pass's own set (`p/<day>/…`) does not, adds its quote (cost, or
 //! unpriced requests) and nothing else, and goes into the pass's set. Each batch commits the
 //! quotes, the pass's set and each region's progress together, so a `kill -9` at any point
 //! resumes where the last commit left it, and a line in two files (a copy) adds its cost once.
@@ -16,10 +16,11 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 
+use super::batch::Partitions;
 use super::engine::{
     KEY_PENDING, KEY_VERSION, PREFIX_CHECKPOINT, PREFIX_CHECKPOINT_PASS, os_string_from_bytes, sled_error,
 };
-use super::seen::{COST_PASS_PREFIX, Partition, PartitionKey};
+use super::seen::LineSet;
 use super::{FORMAT_VERSION, PendingExport, Store, StoreError};
 use crate::ledger::checkpoint::Checkpoint;
 
@@ -111,14 +112,6 @@ impl Store {
         &self.cost_pass
     }
 
-    /// The pass's set partition at `key`, as committed.
-    pub fn cost_pass_partition(&self, key: &PartitionKey) -> Result<Partition, StoreError> {
-        match self.get(&key.cost_pass_key())? {
-            None => Ok(Partition::default()),
-            Some(bytes) => Partition::decode(&bytes).ok_or_else(|| self.corrupt("cost pass partition")),
-        }
-    }
-
     pub(super) fn load_cost_pass(&mut self) -> Result<(), StoreError> {
         for entry in self.db.scan_prefix(PREFIX_CHECKPOINT_PASS) {
             let (key, value) = entry.map_err(|e| sled_error(&self.path, e))?;
@@ -133,21 +126,20 @@ impl Store {
     pub(super) fn write_cost_pass(
         &self,
         write: &mut sled::Batch,
-        partitions: impl Iterator<Item = (PartitionKey, Vec<u8>)>,
+        partitions: &Partitions,
         progress: &PassProgress,
     ) -> Result<BTreeMap<OsString, PassFile>, StoreError> {
         let mut regions = self.cost_pass.clone();
         if progress.finished {
-            for prefix in [COST_PASS_PREFIX, PREFIX_CHECKPOINT_PASS] {
+            let set = LineSet::Costed;
+            for prefix in [set.prefix(), set.depth_prefix(), PREFIX_CHECKPOINT_PASS] {
                 for key in self.db.scan_prefix(prefix).keys() {
                     write.remove(key.map_err(|e| sled_error(&self.path, e))?);
                 }
             }
             return Ok(BTreeMap::new());
         }
-        for (key, bytes) in partitions {
-            write.insert(key.cost_pass_key(), bytes);
-        }
+        self.write_partitions(write, partitions)?;
         for (name, region) in &progress.files {
             let key = [PREFIX_CHECKPOINT_PASS, name.as_encoded_bytes()].concat();
             match region {

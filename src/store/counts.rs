@@ -43,6 +43,21 @@ impl IngestCounts {
         self.bytes += other.bytes;
     }
 
+    /// Each count the larger of this one's and `other`'s.
+    pub fn raised_to(&self, other: &IngestCounts) -> IngestCounts {
+        let mut rejected = self.rejected;
+        for (a, b) in rejected.iter_mut().zip(other.rejected) {
+            *a = (*a).max(b);
+        }
+        IngestCounts {
+            counted: self.counted.max(other.counted),
+            duplicate: self.duplicate.max(other.duplicate),
+            rejected,
+            folded: self.folded.max(other.folded),
+            bytes: self.bytes.max(other.bytes),
+        }
+    }
+
     /// What was added since `earlier`.
     pub fn since(&self, earlier: &IngestCounts) -> IngestCounts {
         let mut rejected = self.rejected;

@@ -8,9 +8,10 @@
 //! - `t/<series key>` lifetime [`Totals`], `d/<series key>` delivered [`Totals`];
 //! - `$/<cost key>` lifetime spend (u128, 10^-9 units), `$d/<cost key>` delivered spend;
 //! - `u/<unpriced key>` lifetime unpriced requests (u64), `ud/<unpriced key>` delivered;
-//! - `c/<file name>` a [`Checkpoint`]; `s/<day>/<bucket>` a seen-set [`Partition`];
+//! - `c/<file name>` a [`Checkpoint`]; `s/<day>/<bucket>` (`s/<day>/<depth>/<bucket>` once the
+//!   day is split deeper than four) a seen-set [`Partition`], `sd/<day>` that depth (u8);
 //! - while the cost pass of an upgraded store lasts (`cost_pass.rs`): `q/<file name>` its
-//!   progress in that file, `p/<day>/<bucket>` the lines whose cost it added.
+//!   progress in that file, `p/<day>/…` and `pd/<day>` the lines whose cost it added.
 //!
 //! [`IngestCounts`]: super::counts::IngestCounts
 //! [`PendingExport`]: super::pending::PendingExport

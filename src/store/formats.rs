@@ -13,7 +13,7 @@ use super::cost_pass::PassFile;
 use super::counts::IngestCounts;
 use super::engine::{self, family_prefix};
 use super::export_record::ExportRecord;
-use super::seen::{LineHash, Partition, PartitionKey};
+use super::seen::{FIRST_DEPTH, LineHash, LineSet, Partition, PartitionKey, decode_depth, depth_key};
 use super::stream::StreamRecord;
 use super::{FORMAT_VERSION, PendingExport, recovery};
 use crate::ledger::checkpoint::{Checkpoint, FileStat};
@@ -155,7 +155,7 @@ fn cost_pass_region_and_set_key() {
     let day = day_of_rfc3339("2026-08-07T00:22:43.571662+08:00");
     golden(
         "cost-pass-key",
-        &PartitionKey::of(day, LineHash(1 << 127 | 5)).cost_pass_key(),
+        &PartitionKey::of(day, FIRST_DEPTH, LineHash(1 << 127 | 5)).key(LineSet::Costed),
     );
 }
 
@@ -174,8 +174,7 @@ fn checkpoint() {
     golden("checkpoint-key", &key);
 }
 
-#[test]
-fn ingest_counts() {
+fn counts() -> IngestCounts {
     let mut counts = IngestCounts {
         counted: 11,
         duplicate: 22,
@@ -188,6 +187,12 @@ fn ingest_counts() {
             counts.reject(why);
         }
     }
+    counts
+}
+
+#[test]
+fn ingest_counts() {
+    let counts = counts();
     let bytes = golden("ingest-counts", &counts.encode());
     assert_eq!(IngestCounts::decode(&bytes), Some(counts));
 }
@@ -207,12 +212,19 @@ fn seen_set_partition_and_its_key() {
     }
     golden(
         "seen-key",
-        &PartitionKey::of(day, LineHash(1 << 127 | 5)).store_key(),
+        &PartitionKey::of(day, FIRST_DEPTH, LineHash(1 << 127 | 5)).key(LineSet::Seen),
     );
     golden(
         "seen-key-no-day",
-        &PartitionKey::of(None, LineHash(7)).store_key(),
+        &PartitionKey::of(None, FIRST_DEPTH, LineHash(7)).key(LineSet::Seen),
     );
+    golden(
+        "seen-key-deeper",
+        &PartitionKey::of(day, 13, LineHash(1 << 127 | 5)).key(LineSet::Seen),
+    );
+    let depth = golden("seen-depth", &[13]);
+    assert_eq!(decode_depth(&depth), Some(13));
+    golden("seen-depth-key", &depth_key(LineSet::Seen, day));
 }
 
 #[test]
@@ -258,8 +270,16 @@ fn stream_record() {
         .insert((Family::Cost, cost_key().encode()), 1_764_500_090_000_000_000);
     let version_3 = record.clone();
     record.published_ns = 1_764_500_095_000_000_000;
+    let version_4 = record.clone();
+    record.served = sums();
+    record.served_counts = counts();
     let bytes = golden("stream-record", &record.encode());
     assert_eq!(StreamRecord::decode(&bytes), Some(record));
+    assert_eq!(
+        StreamRecord::decode(&fixture("stream-record-version-4")),
+        Some(version_4),
+        "version 4, before what /metrics served"
+    );
     assert_eq!(
         StreamRecord::decode(&fixture("stream-record-version-3")),
         Some(version_3),
@@ -281,8 +301,9 @@ fn stream_record() {
 
 #[test]
 fn store_header_values_and_marker() {
-    assert_eq!(FORMAT_VERSION, 4, "a new format needs new fixtures");
+    assert_eq!(FORMAT_VERSION, 5, "a new format needs new fixtures");
     golden("format-version", &FORMAT_VERSION.to_le_bytes());
+    assert_eq!(fixture("format-version-before-split"), 4u32.to_le_bytes());
     assert_eq!(fixture("format-version-before-cost"), 3u32.to_le_bytes());
     let marker = golden("marker", b"1764500000123456789\n");
     assert_eq!(recovery::parse_marker(&marker), Some(1_764_500_000_123_456_789));

@@ -8,6 +8,7 @@
 //!
 //! - `engine.rs`: sled's configuration, keys and writes;
 //! - `batch.rs`: what a poll has read and not yet committed;
+//! - `partitions.rs`: the seen set's partitions as committed, and how a commit writes them;
 //! - `pending.rs`: what the collector has (the delta export in flight, the stream record);
 //! - `recovery.rs`: opening a store that was there, and refusing one that was damaged;
 //! - `cost_pass.rs`: the upgrade of a store made before cost, and what its pass has left to read.
@@ -22,6 +23,7 @@ mod export_record;
 #[cfg(test)]
 mod formats;
 pub mod lock;
+mod partitions;
 mod pending;
 mod recovery;
 pub mod seen;
@@ -33,18 +35,17 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use crate::ledger::checkpoint::Checkpoint;
-use crate::series::Sums;
+use crate::series::{AttrSet, Family, Sums, Totals};
 pub use batch::Batch;
 use counts::IngestCounts;
 use engine::{KEY_COUNTS, checkpoint_key, sled_error, write_sums};
 use lock::StateLock;
 pub use pending::PendingExport;
-use seen::{Partition, PartitionKey};
 use stream::StreamRecord;
 
 /// The layout of the store's keys and values (see `engine.rs`). A store of another format is
 /// refused with `--reset-state` as the fix (the ledger is read again); see `recovery.rs`.
-pub const FORMAT_VERSION: u32 = 4;
+pub const FORMAT_VERSION: u32 = 5;
 
 /// Beside the store: the creation time of the store that lives here.
 const MARKER_FILE: &str = "store.created";
@@ -138,6 +139,9 @@ pub struct Store {
     /// The cumulative stream, kept outside sled (see `stream`).
     stream: StreamRecord,
     stream_path: PathBuf,
+    /// With a stream that published attribute sets this store has not counted (yet): those and
+    /// the lifetime's, for the cardinality fold (see [`Store::fold_known`]).
+    fold_known: Option<BTreeMap<AttrSet, Totals>>,
     _lock: StateLock,
 }
 
@@ -212,28 +216,49 @@ impl Store {
             record,
             stream: StreamRecord::default(),
             stream_path,
+            fold_known: None,
             _lock: lock,
         };
         store.load(&marker, existed)?;
         // A store without a stream record (new, or whose record was deleted) starts its stream
         // at its own creation: what `/metrics` gives as `_created`.
         store.stream = stream.unwrap_or_else(|| StreamRecord::starting(store.created_ns()));
+        store.fold_known = store.published_but_not_counted();
         Ok(store)
+    }
+
+    /// The attribute sets that exist for the cardinality fold (docs/counting-rules.md,
+    /// "Attributes"): the lifetime's, and every set the stream has sent or served. A store
+    /// rebuilt from the ledger reads it in another order than it first grew, and would otherwise
+    /// keep other sets than the 1,000 its backend has, and fold some the backend holds.
+    pub fn fold_known(&self) -> &BTreeMap<AttrSet, Totals> {
+        self.fold_known.as_ref().unwrap_or(&self.lifetime.tokens)
+    }
+
+    /// The lifetime's attribute sets and those of the stream record, when the record has some
+    /// the lifetime has not.
+    fn published_but_not_counted(&self) -> Option<BTreeMap<AttrSet, Totals>> {
+        let born = self
+            .stream
+            .births
+            .keys()
+            .filter(|(family, _)| *family == Family::Tokens);
+        let published: Vec<AttrSet> = born
+            .filter_map(|(_, key)| AttrSet::decode(key))
+            .chain(self.stream.marks.tokens.keys().cloned())
+            .chain(self.stream.served.tokens.keys().cloned())
+            .filter(|attrs| !self.lifetime.tokens.contains_key(attrs))
+            .collect();
+        if published.is_empty() {
+            return None;
+        }
+        let mut known = self.lifetime.tokens.clone();
+        known.extend(published.into_iter().map(|attrs| (attrs, Totals::default())));
+        Some(known)
     }
 
     fn get(&self, key: &[u8]) -> Result<Option<sled::IVec>, StoreError> {
         self.db.get(key).map_err(|e| sled_error(&self.path, e))
-    }
-
-    /// The seen-set partition at `key`, as committed (empty when there is none yet).
-    pub fn partition(&self, key: &PartitionKey) -> Result<Partition, StoreError> {
-        match self.get(&key.store_key())? {
-            None => Ok(Partition::default()),
-            Some(bytes) => Partition::decode(&bytes).ok_or_else(|| StoreError::Corrupt {
-                path: self.path.clone(),
-                detail: "unreadable seen-set partition".into(),
-            }),
-        }
     }
 
     /// Writes `batch` atomically, and flushes it unless told to wait for the next flush (see
@@ -243,21 +268,12 @@ impl Store {
             return Ok(());
         }
         let mut write = sled::Batch::default();
-        for (key, partition) in batch.partitions.iter() {
-            if partition.is_dirty() {
-                write.insert(key.store_key(), partition.encode());
-            }
-        }
+        self.write_partitions(&mut write, &batch.partitions)?;
         let lifetime = self
             .lifetime
             .after_adding(&batch.series.by_series(&self.lifetime));
         write_sums(&mut write, &lifetime, false);
-        let costed = batch
-            .costed
-            .iter()
-            .filter(|(_, partition)| partition.is_dirty())
-            .map(|(key, partition)| (*key, partition.encode()));
-        let cost_pass = self.write_cost_pass(&mut write, costed, &batch.pass)?;
+        let cost_pass = self.write_cost_pass(&mut write, &batch.costed, &batch.pass)?;
         for (name, checkpoint) in &batch.checkpoints {
             write.insert(checkpoint_key(name), &checkpoint.encode()[..]);
         }
@@ -266,6 +282,14 @@ impl Store {
         write.insert(KEY_COUNTS, counts.encode());
         self.apply_unless_deferred(write)?;
 
+        if let Some(known) = &mut self.fold_known {
+            known.extend(
+                lifetime
+                    .tokens
+                    .keys()
+                    .map(|attrs| (attrs.clone(), Totals::default())),
+            );
+        }
         self.lifetime.overwrite_with(lifetime);
         self.checkpoints.extend(batch.checkpoints);
         self.cost_pass = cost_pass;

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use super::counts::IngestCounts;
 use super::engine::{self, KEY_EXPORTS, KEY_PENDING, write_sums};
 use super::export_record::{self, ExportRecord};
 use super::stream::{self, StreamRecord};
@@ -129,16 +130,25 @@ impl Store {
         Ok(ahead)
     }
 
-    /// Notes that `/metrics` served, at `now_ns`, the series the stream record lists: written
-    /// when `force`d (a clean stop) or when the last note is a minute old or more. A note lost
-    /// to a crash leaves an older one, and births dated earlier, never later.
-    pub fn note_publication(&mut self, now_ns: u64, force: bool) -> Result<(), StoreError> {
+    /// Notes that `/metrics` served, at `now_ns`, the series the stream record lists, with the
+    /// values `served` and the line counts `counts`: written when `force`d (a clean stop) or
+    /// when the last note is a minute old or more. A note lost to a crash leaves an older one:
+    /// births dated earlier, never later, and values served no lower than it says.
+    pub fn note_publication(
+        &mut self,
+        now_ns: u64,
+        force: bool,
+        served: &Sums,
+        counts: &IngestCounts,
+    ) -> Result<(), StoreError> {
         let due = self.stream.published_ns.saturating_add(60_000_000_000);
         if now_ns == 0 || (!force && now_ns < due) || now_ns <= self.stream.published_ns {
             return Ok(());
         }
         let mut stream = self.stream.clone();
         stream.published_ns = now_ns;
+        stream.served.raise_to(served);
+        stream.served_counts = stream.served_counts.raised_to(counts);
         self.record_stream(stream)
     }
 

@@ -11,6 +11,9 @@ use std::path::Path;
 use std::time::SystemTime;
 
 use super::cost_pass::BEFORE_COST;
+
+/// The format of stores before the seen set's days were split deeper than four partitions.
+const BEFORE_SPLIT: u32 = 4;
 use super::counts::IngestCounts;
 use super::engine::{
     self, KEY_COUNTS, KEY_CREATED, KEY_EXPORTS, KEY_PENDING, KEY_VERSION, PREFIX_CHECKPOINT, family_prefix,
@@ -30,11 +33,11 @@ impl Store {
         match self.get(KEY_VERSION)? {
             None if self.db.is_empty() => return self.initialise(marker, recorded),
             None => return Err(self.corrupt("format version")),
-            Some(v) => {
-                if self.check_version(&v)? == BEFORE_COST {
-                    self.upgrade_before_cost()?;
-                }
-            }
+            Some(v) => match self.check_version(&v)? {
+                BEFORE_COST => self.upgrade_before_cost()?,
+                BEFORE_SPLIT => self.upgrade_before_split()?,
+                _ => {}
+            },
         }
         let created_ns = self
             .read_u64(KEY_CREATED, "creation time")?
@@ -91,7 +94,16 @@ impl Store {
         write_marker(marker, created_ns)
     }
 
-    /// The store's format: this one, or [`BEFORE_COST`], which is upgraded.
+    /// A store of format [`BEFORE_SPLIT`] is one of this format whose days are all four
+    /// partitions deep: only its version changes, so that a build that cannot read a day split
+    /// deeper refuses the store rather than count that day's lines again.
+    fn upgrade_before_split(&mut self) -> Result<(), StoreError> {
+        let mut write = sled::Batch::default();
+        write.insert(KEY_VERSION, &FORMAT_VERSION.to_le_bytes());
+        self.apply(write)
+    }
+
+    /// The store's format: this one, or an older one this build upgrades.
     fn check_version(&self, value: &[u8]) -> Result<u32, StoreError> {
         let found = u32::from_le_bytes(value.try_into().map_err(|_| self.corrupt("format version"))?);
         if found > FORMAT_VERSION {

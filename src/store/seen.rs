@@ -2,11 +2,14 @@
 //! of the line's own `ts`.
 //!
 //! A per-key sled insert caps ingestion at ~150k lines/s and costs ~100 bytes a line on disk, so
-//! hashes are grouped: each day is split into [`BUCKETS`] partitions by the hash's top bits, each
-//! a sorted array of 16-byte big-endian numbers. A batch loads the partitions it touches once,
-//! and writes each back once. Buckets keep every value under sled's 128 KiB item limit (≈33 KB at
-//! 3M lines a year, ≈110 KB at 10M), past which a value becomes a blob file rewritten whole on
-//! every change; more buckets measured slower for small ledgers (many tiny sled items).
+//! hashes are grouped: each day is split into `2^depth` partitions by the hash's top bits, each a
+//! sorted array of 16-byte big-endian numbers. A batch loads the partitions it touches once, and
+//! writes each back once. A day starts at depth 2 (four partitions: more measured slower for
+//! small ledgers, many tiny sled items) and is split deeper, whole, in the commit that takes one
+//! of its partitions past [`LEAF_MAX`] hashes: so a new line rewrites a few KiB whatever the
+//! day's size, and no sled node (up to 17 neighbouring partitions) reaches sled's 128 KiB frame
+//! limit, past which each rewrite becomes a blob file sled 0.34 never reclaims. A day deeper than
+//! 2 says so under its depth key ([`depth_key`]).
 //! The partition key comes from the line's content, never from where it was found, so copies and
 //! moved homes land in the same partition and dedupe for free.
 
@@ -28,71 +31,150 @@ impl LineHash {
     }
 }
 
-/// Where the cost pass keeps the lines whose cost it added.
-pub const COST_PASS_PREFIX: &[u8] = b"p/";
+/// The two sets of lines the store keeps by partition: the seen set, and while the cost pass of
+/// an upgraded store lasts, the lines whose cost it added (`store/cost_pass.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineSet {
+    Seen,
+    Costed,
+}
 
-/// How many partitions a day is split into, by the top bits of the hash.
-pub const BUCKETS: u8 = 4;
+impl LineSet {
+    /// Where the set's partitions live: `s/` or `p/`.
+    pub fn prefix(self) -> &'static [u8] {
+        match self {
+            LineSet::Seen => b"s/",
+            LineSet::Costed => b"p/",
+        }
+    }
+
+    /// Where the set's days deeper than [`FIRST_DEPTH`] say their depth: `sd/` or `pd/`.
+    pub fn depth_prefix(self) -> &'static [u8] {
+        match self {
+            LineSet::Seen => b"sd/",
+            LineSet::Costed => b"pd/",
+        }
+    }
+}
+
+/// A day's depth when it has no depth key: four partitions.
+pub const FIRST_DEPTH: u8 = 2;
+
+/// The deepest a day is split: 16M partitions, billions of lines.
+pub const MAX_DEPTH: u8 = 24;
+
+/// A partition past this many hashes (6 KiB) has its day split deeper at commit: 17 of them, a
+/// full sled node, stay under sled's 128 KiB frame limit.
+pub const LEAF_MAX: usize = 384;
+
+/// A split goes deep enough that partitions hold this many hashes on average, or fewer.
+const LEAF_TARGET: usize = 192;
 
 /// Which partition a line's hash lives in: its `ts` day (or one day-less group for lines without
-/// a usable `ts`: rejected lines, rows with no timestamp), and a bucket of that day.
+/// a usable `ts`: rejected lines, rows with no timestamp), and a bucket of that day at its depth.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PartitionKey {
     pub day: Option<Day>,
-    pub bucket: u8,
+    pub depth: u8,
+    pub bucket: u32,
 }
 
-/// One write of the day's bytes and the bucket: a batch hashes a key for every line.
+/// One write of the day's bytes, the depth and the bucket: a batch hashes a key for every line.
 impl std::hash::Hash for PartitionKey {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        let mut bytes = [0u8; 12];
+        let mut bytes = [0u8; 16];
         if let Some(day) = &self.day {
             bytes[..10].copy_from_slice(day.as_bytes());
             bytes[10] = 1;
         }
-        bytes[11] = self.bucket;
+        bytes[11] = self.depth;
+        bytes[12..].copy_from_slice(&self.bucket.to_le_bytes());
         state.write(&bytes);
     }
 }
 
 impl PartitionKey {
-    pub fn of(day: Option<Day>, hash: LineHash) -> PartitionKey {
+    /// The partition of `hash` in `day` split to `depth`.
+    pub fn of(day: Option<Day>, depth: u8, hash: LineHash) -> PartitionKey {
         PartitionKey {
             day,
-            bucket: bucket_of(hash.0),
+            depth,
+            bucket: bucket_of(hash.0, depth),
         }
     }
 
-    /// `s/<day>/<bucket>`, or `s/-/<bucket>` without a day; the bucket as one hex digit.
-    pub fn store_key(&self) -> Vec<u8> {
-        self.key_under(b"s/")
-    }
-
-    /// The same partition of the cost pass's set (`store/cost_pass.rs`): `p/<day>/<bucket>`.
-    pub fn cost_pass_key(&self) -> Vec<u8> {
-        self.key_under(COST_PASS_PREFIX)
-    }
-
-    fn key_under(&self, prefix: &[u8]) -> Vec<u8> {
-        let mut out = prefix.to_vec();
-        match &self.day {
-            Some(day) => out.extend_from_slice(day.as_bytes()),
-            None => out.push(b'-'),
+    /// At depth 2 `s/<day>/<bucket>`, the bucket as one hex digit (`s/-/<bucket>` without a
+    /// day); deeper `s/<day>/<depth>/<bucket>`, the depth as two decimal digits and the bucket as
+    /// `depth / 4` hex digits, rounded up. Under `p/` for the cost pass's set.
+    pub fn key(&self, set: LineSet) -> Vec<u8> {
+        let mut out = day_prefix(set, self.day);
+        if self.depth == FIRST_DEPTH {
+            out.push(HEX[self.bucket as usize]);
+        } else {
+            out.extend_from_slice(format!("{:02}/", self.depth).as_bytes());
+            let digits = self.depth.div_ceil(4) as usize;
+            out.extend_from_slice(format!("{:0digits$x}", self.bucket).as_bytes());
         }
-        bucket_key(&out, self.bucket)
+        out
     }
 }
 
-/// A day's key with a bucket appended: `<day key>/<hex digit>`.
-fn bucket_key(day_key: &[u8], bucket: u8) -> Vec<u8> {
-    let mut out = day_key.to_vec();
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// What every partition key of `day` in `set` starts with: `s/<day>/`, or `s/-/`.
+pub fn day_prefix(set: LineSet, day: Option<Day>) -> Vec<u8> {
+    let mut out = set.prefix().to_vec();
+    match &day {
+        Some(day) => out.extend_from_slice(day.as_bytes()),
+        None => out.push(b'-'),
+    }
     out.push(b'/');
-    out.push(b"0123456789abcdef"[bucket as usize]);
     out
 }
 
-fn bucket_of(hash: u128) -> u8 {
-    (hash >> 126) as u8
+/// Where a day deeper than [`FIRST_DEPTH`] keeps its depth (one byte): `sd/<day>` or `sd/-`.
+pub fn depth_key(set: LineSet, day: Option<Day>) -> Vec<u8> {
+    let mut out = set.depth_prefix().to_vec();
+    match &day {
+        Some(day) => out.extend_from_slice(day.as_bytes()),
+        None => out.push(b'-'),
+    }
+    out
+}
+
+/// A stored depth, when it is one this build could have written.
+pub fn decode_depth(bytes: &[u8]) -> Option<u8> {
+    match bytes {
+        [depth] if (FIRST_DEPTH + 1..=MAX_DEPTH).contains(depth) => Some(*depth),
+        _ => None,
+    }
+}
+
+/// The depth a day of `lines` hashes is split to, deeper than `current`.
+pub fn deeper(lines: usize, current: u8) -> u8 {
+    let mut depth = current + 1;
+    while depth < MAX_DEPTH && lines > LEAF_TARGET << depth {
+        depth += 1;
+    }
+    depth.min(MAX_DEPTH)
+}
+
+fn bucket_of(hash: u128, depth: u8) -> u32 {
+    (hash >> (128 - u32::from(depth))) as u32
+}
+
+/// `hashes` (sorted, of one day) cut into the partitions of `depth`: each non-empty bucket and
+/// its encoded partition, in bucket order.
+pub fn split(hashes: &[u128], depth: u8) -> Vec<(u32, Vec<u8>)> {
+    let mut out: Vec<(u32, Vec<u8>)> = Vec::new();
+    for &hash in hashes {
+        let bucket = bucket_of(hash, depth);
+        match out.last_mut() {
+            Some((last, bytes)) if *last == bucket => bytes.extend_from_slice(&hash.to_be_bytes()),
+            _ => out.push((bucket, hash.to_be_bytes().to_vec())),
+        }
+    }
+    out
 }
 
 /// Hashes a [`LineHash`] by taking its low 64 bits: it is already a uniform hash, and SipHash
@@ -162,11 +244,20 @@ impl Partition {
         !self.added.is_empty()
     }
 
-    /// The stored hashes and the added ones, merged into one sorted array.
-    pub fn encode(&self) -> Vec<u8> {
+    /// How many hashes it holds, stored and added.
+    pub fn len(&self) -> usize {
+        self.stored.len() + self.added.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The stored hashes and the added ones, merged in order, appended to `out`.
+    pub fn merge_into(&self, out: &mut Vec<u128>) {
         let mut added: Vec<u128> = self.added.iter().copied().collect();
         added.sort_unstable();
-        let mut out = Vec::with_capacity((self.stored.len() + added.len()) * HASH_LEN);
+        out.reserve(self.stored.len() + added.len());
         let (mut a, mut b) = (self.stored.iter().peekable(), added.iter().peekable());
         loop {
             let next = match (a.peek(), b.peek()) {
@@ -176,9 +267,15 @@ impl Partition {
                 (None, Some(_)) => b.next(),
                 (None, None) => break,
             };
-            out.extend_from_slice(&next.expect("peeked").to_be_bytes());
+            out.push(*next.expect("peeked"));
         }
-        out
+    }
+
+    /// The stored hashes and the added ones, merged into one sorted array.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut merged = Vec::new();
+        self.merge_into(&mut merged);
+        merged.iter().flat_map(|hash| hash.to_be_bytes()).collect()
     }
 }
 
@@ -205,9 +302,58 @@ mod tests {
     #[test]
     fn store_keys() {
         let day = crate::ledger::timestamp::day_of_rfc3339("2026-08-07T00:00:00Z");
-        let key = PartitionKey::of(day, LineHash(0b10 << 126 | 5));
-        assert_eq!(key.store_key(), b"s/2026-08-07/2".to_vec());
-        assert_eq!(PartitionKey::of(None, LineHash(1)).store_key(), b"s/-/0".to_vec());
+        let hash = LineHash(0b10 << 126 | 5);
+        let key = PartitionKey::of(day, FIRST_DEPTH, hash);
+        assert_eq!(key.key(LineSet::Seen), b"s/2026-08-07/2".to_vec());
+        assert_eq!(key.key(LineSet::Costed), b"p/2026-08-07/2".to_vec());
+        let none = PartitionKey::of(None, FIRST_DEPTH, LineHash(1));
+        assert_eq!(none.key(LineSet::Seen), b"s/-/0".to_vec());
+        let deep = PartitionKey::of(day, 11, LineHash(0x3ff << 117));
+        assert_eq!(deep.bucket, 0x3ff);
+        assert_eq!(deep.key(LineSet::Seen), b"s/2026-08-07/11/3ff".to_vec());
+        assert_eq!(depth_key(LineSet::Seen, day), b"sd/2026-08-07".to_vec());
+        assert!(
+            deep.key(LineSet::Seen)
+                .starts_with(&day_prefix(LineSet::Seen, day))
+        );
+    }
+
+    #[test]
+    fn a_split_goes_deep_enough_and_keeps_every_hash_in_its_bucket() {
+        assert_eq!(deeper(LEAF_MAX * 4 + 1, FIRST_DEPTH), 4);
+        assert_eq!(deeper(10, FIRST_DEPTH), 3);
+        assert_eq!(deeper(usize::MAX, 5), MAX_DEPTH);
+        assert_eq!(deeper(0, MAX_DEPTH), MAX_DEPTH);
+        let hashes: Vec<u128> = (0..4000u128)
+            .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835))
+            .collect();
+        let mut sorted = hashes.clone();
+        sorted.sort_unstable();
+        let depth = deeper(sorted.len(), FIRST_DEPTH);
+        let parts = split(&sorted, depth);
+        let mut seen = 0;
+        for (bucket, bytes) in &parts {
+            let partition = Partition::decode(bytes).unwrap();
+            for hash in &partition.stored {
+                assert_eq!(PartitionKey::of(None, depth, LineHash(*hash)).bucket, *bucket);
+            }
+            assert!(
+                partition.len() <= LEAF_MAX,
+                "{} hashes in bucket {bucket}",
+                partition.len()
+            );
+            seen += partition.len();
+        }
+        assert_eq!(seen, hashes.len());
+        assert!(parts.windows(2).all(|w| w[0].0 < w[1].0));
+    }
+
+    #[test]
+    fn only_a_depth_this_build_writes_is_read() {
+        assert_eq!(decode_depth(&[11]), Some(11));
+        for bad in [&[][..], &[2], &[MAX_DEPTH + 1], &[11, 0]] {
+            assert_eq!(decode_depth(bad), None, "{bad:?}");
+        }
     }
 
     #[test]

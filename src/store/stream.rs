@@ -27,13 +27,14 @@ use std::path::{Path, PathBuf};
 use xxhash_rust::xxh3::xxh3_64;
 
 use super::StoreError;
+use super::counts::IngestCounts;
 use crate::series::{Family, Sums};
 
 const FILE: &str = "stream";
 const MAGIC: &[u8; 8] = b"rxstream";
-/// 4 adds the last publication's time; 3 adds the series' births; 2 marks the cost families
-/// too; 1 (before cost) is read as tokens only.
-const VERSION: u8 = 4;
+/// 5 adds what `/metrics` served; 4 the last publication's time; 3 the series' births; 2 marks
+/// the cost families too; 1 (before cost) is read as tokens only.
+const VERSION: u8 = 5;
 
 /// How far ahead of the clock a record's times may be and still be the clock's own (backends
 /// refuse points dated more than 10 minutes ahead): beyond, the clock ran fast when they were
@@ -61,6 +62,11 @@ pub struct StreamRecord {
     /// none known): noted now and then, and at a clean stop, so that a series a next run finds
     /// is dated just after it.
     pub published_ns: u64,
+    /// What `/metrics` served at that moment, series by series, and of the exporter's lifetime
+    /// line counts: a store rebuilt from the ledger serves no less while it catches up (a
+    /// scraper reads a lower value as a reset, and counts the whole history again).
+    pub served: Sums,
+    pub served_counts: IngestCounts,
 }
 
 impl StreamRecord {
@@ -135,7 +141,9 @@ impl StreamRecord {
 
     pub(super) fn encode(&self) -> Vec<u8> {
         let births: usize = self.births.keys().map(|(_, key)| 13 + key.len()).sum();
-        let mut out = Vec::with_capacity(64 + self.marks.len() * 120 + self.own.len() * 48 + births);
+        let mut out = Vec::with_capacity(
+            96 + (self.marks.len() + self.served.len()) * 120 + self.own.len() * 48 + births,
+        );
         out.extend_from_slice(MAGIC);
         out.push(VERSION);
         out.extend_from_slice(&self.start_ns.to_le_bytes());
@@ -155,6 +163,10 @@ impl StreamRecord {
             out.extend_from_slice(&born_ns.to_le_bytes());
         }
         out.extend_from_slice(&self.published_ns.to_le_bytes());
+        out.extend_from_slice(&self.served.encode());
+        let counts = self.served_counts.encode();
+        out.extend_from_slice(&(counts.len() as u32).to_le_bytes());
+        out.extend_from_slice(&counts);
         let checksum = xxh3_64(&out);
         out.extend_from_slice(&checksum.to_le_bytes());
         out
@@ -173,7 +185,7 @@ impl StreamRecord {
         let start_ns = r.u64()?;
         let last_time_ns = r.u64()?;
         let (marks, rest) = match version {
-            VERSION | 3 | 2 => Sums::decode(r.0)?,
+            2..=VERSION => Sums::decode(r.0)?,
             1 => Sums::decode_tokens(r.0)?,
             _ => return None,
         };
@@ -193,7 +205,15 @@ impl StreamRecord {
                 births.insert((family, key), r.u64()?);
             }
         }
-        let published_ns = if version == VERSION { r.u64()? } else { 0 };
+        let published_ns = if version >= 4 { r.u64()? } else { 0 };
+        let (mut served, mut served_counts) = (Sums::default(), IngestCounts::default());
+        if version >= 5 {
+            let rest;
+            (served, rest) = Sums::decode(r.0)?;
+            r.0 = rest;
+            let len = r.u32()? as usize;
+            served_counts = IngestCounts::decode(r.take(len)?)?;
+        }
         r.0.is_empty().then_some(StreamRecord {
             start_ns,
             last_time_ns,
@@ -201,6 +221,8 @@ impl StreamRecord {
             own,
             births,
             published_ns,
+            served,
+            served_counts,
         })
     }
 }
