@@ -436,6 +436,7 @@ fn collector_to_prometheus(
 }
 
 #[test]
+#[ignore = "needs the collector, Prometheus 2 (.ci/run); run with --include-ignored"]
 fn collector_remote_write_to_prometheus_is_exact() {
     let root = tempfile::tempdir().unwrap();
     let Some((mut collector, prometheus, restart)) = collector_to_prometheus(
@@ -461,6 +462,7 @@ fn collector_remote_write_to_prometheus_is_exact() {
 }
 
 #[test]
+#[ignore = "needs the collector, Prometheus 2 (.ci/run); run with --include-ignored"]
 fn collector_prometheus_exporter_scraped_by_prometheus_is_exact() {
     let test = "collector_prometheus_exporter_scraped_by_prometheus_is_exact";
     let Some(otelcol) = common::tools::built(test, "REASONIX_OTELCOL", "otelcol-reasonix") else {
@@ -500,6 +502,7 @@ fn collector_prometheus_exporter_scraped_by_prometheus_is_exact() {
 }
 
 #[test]
+#[ignore = "needs Prometheus 3 (.ci/run); run with --include-ignored"]
 fn exporter_to_prometheus_3_otlp_endpoint_is_exact() {
     let test = "exporter_to_prometheus_3_otlp_endpoint_is_exact";
     let Some(binary) = common::tools::built(test, "REASONIX_PROMETHEUS3", "prometheus3") else {
@@ -536,6 +539,7 @@ fn exporter_to_prometheus_3_otlp_endpoint_is_exact() {
 /// on its data as the first hop. Its instant queries look 1 s back instead of 30 s
 /// (`-search.latencyOffset`), so that the scenario's waits see an export within seconds.
 #[test]
+#[ignore = "needs VictoriaMetrics (.ci/run); run with --include-ignored"]
 fn exporter_to_victoria_metrics_otlp_is_exact() {
     let test = "exporter_to_victoria_metrics_otlp_is_exact";
     let Some(binary) = common::tools::built(test, "REASONIX_VICTORIA", "victoria-metrics") else {
@@ -570,6 +574,7 @@ fn exporter_to_victoria_metrics_otlp_is_exact() {
 }
 
 #[test]
+#[ignore = "needs Prometheus 2 (.ci/run); run with --include-ignored"]
 fn prometheus_scraping_metrics_is_exact() {
     let test = "prometheus_scraping_metrics_is_exact";
     let root = tempfile::tempdir().unwrap();
@@ -601,6 +606,7 @@ fn prometheus_scraping_metrics_is_exact() {
 /// straight to the gateway, another through its own collector (machine-to-gateway.yaml). Each
 /// is its own instance, exact.
 #[test]
+#[ignore = "needs the collector, Prometheus 2 (.ci/run); run with --include-ignored"]
 fn team_gateway_with_tls_and_token_is_exact_for_each_machine() {
     let test = "team_gateway_with_tls_and_token_is_exact_for_each_machine";
     let Some(otelcol) = common::tools::built(test, "REASONIX_OTELCOL", "otelcol-reasonix") else {

@@ -51,6 +51,7 @@ fn collector_files() -> Vec<String> {
 /// certificates where it names files: the real collector knows its components and their
 /// settings.
 #[test]
+#[ignore = "needs the collector (.ci/run); run with --include-ignored"]
 fn every_collector_file_passes_otelcol_validate() {
     let test = "every_collector_file_passes_otelcol_validate";
     let Some(otelcol) = common::tools::built(test, "REASONIX_OTELCOL", "otelcol-reasonix") else {
@@ -84,6 +85,7 @@ fn every_collector_file_passes_otelcol_validate() {
 }
 
 #[test]
+#[ignore = "needs promtool (.ci/run); run with --include-ignored"]
 fn prometheus_configurations_pass_promtool() {
     if !installed("promtool") {
         return;
@@ -248,6 +250,7 @@ fn compose_and_dockerfile_refer_to_files_that_exist() {
 }
 
 #[test]
+#[ignore = "needs systemd-analyze (.ci/run); run with --include-ignored"]
 fn systemd_unit_verifies() {
     if !installed("systemd-analyze") {
         return;
@@ -286,6 +289,7 @@ fn systemd_unit_verifies() {
 /// The unit's system-call filter, expanded by systemd itself, lets the exporter enter its own
 /// landlock sandbox (a filtered call would kill it with SIGSYS at start).
 #[test]
+#[ignore = "needs systemd-analyze, a kernel with landlock (.ci/run); run with --include-ignored"]
 fn systemd_unit_lets_the_exporter_sandbox_itself() {
     if !installed("systemd-analyze") {
         return;
@@ -495,6 +499,7 @@ fn dashboard_queries_follow_the_counter_rules() {
 }
 
 #[test]
+#[ignore = "needs Prometheus 2 (.ci/run); run with --include-ignored"]
 fn every_dashboard_panel_returns_data_and_the_totals_panels_are_exact() {
     if !installed("prometheus") {
         return;

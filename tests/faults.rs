@@ -82,6 +82,7 @@ fn ledger(fx: &Fixture, model: &mut Model, generator: &mut Generator, lines: usi
 }
 
 #[test]
+#[ignore = "needs root, for a tmpfs (.ci/run); run with --include-ignored"]
 fn full_disk_under_the_state_dir_is_a_clear_error_and_nothing_is_lost_or_doubled() {
     // sled once hung on a full disk, all its threads parked (with 64 KiB segments; BENCHMARKS.md, "Tried and not kept").
     const LIMIT: Duration = Duration::from_secs(60);
@@ -149,6 +150,7 @@ fn exporting_every_second(
 }
 
 #[test]
+#[ignore = "needs root, for a tmpfs (.ci/run); run with --include-ignored"]
 fn run_pauses_on_a_full_disk_and_resumes_exactly_when_there_is_room() {
     let fx = Fixture::new();
     let Some(disk) = Mount::tmpfs(&fx.state, "6m") else {
@@ -269,6 +271,7 @@ fn a_state_dir_deleted_under_run_is_rebuilt_and_its_stream_goes_on() {
 }
 
 #[test]
+#[ignore = "needs root, for a tmpfs (.ci/run); run with --include-ignored"]
 fn read_only_state_dir_is_a_clear_error_and_nothing_is_lost_or_doubled() {
     let fx = Fixture::new();
     let Some(disk) = Mount::tmpfs(&fx.state, "16m") else {
@@ -416,6 +419,7 @@ fn assert_peak_below(peak_mib: Option<f64>, limit: f64, what: &str) {
 }
 
 #[test]
+#[ignore = "needs GNU time (.ci/run); run with --include-ignored"]
 #[cfg(target_os = "linux")]
 fn a_ten_megabyte_line_is_counted_once_in_bounded_memory() {
     let fx = Fixture::new();
@@ -443,6 +447,7 @@ fn a_ten_megabyte_line_is_counted_once_in_bounded_memory() {
 }
 
 #[test]
+#[ignore = "needs GNU time (.ci/run); run with --include-ignored"]
 #[cfg(target_os = "linux")]
 fn a_huge_sparse_tail_left_by_a_power_cut_is_rejected_in_bounded_memory() {
     let fx = Fixture::new();
@@ -485,6 +490,7 @@ fn a_huge_sparse_tail_left_by_a_power_cut_is_rejected_in_bounded_memory() {
 }
 
 #[test]
+#[ignore = "needs GNU time (.ci/run); run with --include-ignored"]
 #[cfg(target_os = "linux")]
 fn a_line_over_64_mib_is_rejected_as_too_long() {
     let fx = Fixture::new();
@@ -520,6 +526,7 @@ fn a_line_over_64_mib_is_rejected_as_too_long() {
 }
 
 #[test]
+#[ignore = "needs GNU time (.ci/run); run with --include-ignored"]
 #[cfg(target_os = "linux")]
 fn five_thousand_day_files_are_read_exactly_in_bounded_memory() {
     let fx = Fixture::new();
@@ -599,6 +606,7 @@ fn chmod(path: &Path, mode: u32) {
 }
 
 #[test]
+#[ignore = "needs root and setpriv (.ci/run); run with --include-ignored"]
 fn unreadable_stats_folder_and_file_then_readable_lose_nothing() {
     let Some(setpriv) = as_nobody() else {
         return;
@@ -710,6 +718,7 @@ fn with_faked_clock<'a>(command: &'a mut Command, lib: &Path, faked: &str) -> &'
 /// export a millisecond after the one before, and nothing panics. (Set back by more than 10
 /// minutes, the stream follows the clock: `a_clock_that_ran_fast_does_not_leave_the_stream_in_the_future`.)
 #[test]
+#[ignore = "needs libfaketime (.ci/run); run with --include-ignored"]
 fn clock_moved_backwards_still_delivers_exact_totals() {
     let Some(lib) = libfaketime() else {
         common::tools::skip("libfaketime is not installed (apt-get install faketime)");
@@ -837,6 +846,7 @@ fn a_file_deleted_while_being_read_counts_all_or_nothing() {
 /// Contract §4, "Time": a clock before 1970 is a one-line error naming the clock, for every
 /// command that opens the store, never a panic.
 #[test]
+#[ignore = "needs libfaketime (.ci/run); run with --include-ignored"]
 fn a_clock_before_1970_is_one_line_never_a_panic() {
     let Some(lib) = libfaketime() else {
         common::tools::skip("libfaketime is not installed (apt-get install faketime)");
@@ -873,6 +883,7 @@ fn a_clock_before_1970_is_one_line_never_a_panic() {
 /// Contract §7: a ledger file's name never reaches a log line raw: a newline in it cannot start
 /// a forged line, an escape sequence is inert.
 #[test]
+#[ignore = "needs root and setpriv (.ci/run); run with --include-ignored"]
 fn an_unreadable_files_name_cannot_forge_a_log_line() {
     let Some(setpriv) = as_nobody() else {
         return;
@@ -925,6 +936,7 @@ fn last_point_ns(receiver: &Receiver) -> u64 {
 /// Contract §4, "Time": a clock that ran fast and came back leaves the stream dated by the
 /// clock, not in the future; `doctor` says what happened meanwhile.
 #[test]
+#[ignore = "needs libfaketime (.ci/run); run with --include-ignored"]
 fn a_clock_that_ran_fast_does_not_leave_the_stream_in_the_future() {
     let Some(lib) = libfaketime() else {
         common::tools::skip("libfaketime is not installed (apt-get install faketime)");

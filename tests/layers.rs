@@ -1,6 +1,7 @@
 //! The shape of the code, checked: data flows one way through `src/` (no module uses one above
 //! it, so there is no cycle), no source file holds more than 500 lines outside its tests, and no
-//! function outside tests is longer than 80 lines. docs/design.md describes the layers.
+//! function outside tests is longer than 80 lines. docs/design.md describes the layers. And of the
+//! tests: one that may skip is `#[ignore]`d with what it needs.
 
 use std::path::{Path, PathBuf};
 
@@ -129,4 +130,89 @@ fn files_and_functions_stay_small() {
         }
     }
     assert!(wrong.is_empty(), "over the limits:\n{}", wrong.join("\n"));
+}
+
+/// What a test calls when what it needs (a server, a tool, root, a kernel feature) may be
+/// missing, so that it returns having checked nothing.
+const MAY_SKIP: [&str; 11] = [
+    "tools::skip(",
+    "tools::built(",
+    "tools::installed(",
+    "strace_installed(",
+    ".traced(",
+    "with_faked_clock(",
+    "Prometheus::start(",
+    "Prometheus::scraping(",
+    "Mount::tmpfs(",
+    "as_nobody(",
+    "kernel_has_landlock(",
+];
+
+/// The top-level functions of a test file: their attributes, name and body.
+fn functions(text: &str) -> Vec<(String, String, String)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let Some(rest) = line.strip_prefix("fn ").or_else(|| line.strip_prefix("pub fn ")) else {
+            continue;
+        };
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let attrs = lines[..i]
+            .iter()
+            .rev()
+            .take_while(|l| l.starts_with("#["))
+            .copied()
+            .collect();
+        let end = lines[i..]
+            .iter()
+            .position(|l| *l == "}")
+            .map_or(lines.len(), |n| i + n);
+        out.push((attrs, name, lines[i..end].join("\n")));
+    }
+    out
+}
+
+/// A plain `cargo test` reports a test that returned early as `ok`: one that may skip is
+/// `#[ignore]`d with what it needs, and `.ci/run` runs it with `--include-ignored`.
+#[test]
+fn a_test_that_may_skip_is_ignored_with_what_it_needs() {
+    let mut bare = Vec::new();
+    for entry in std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "rs") || path.ends_with("layers.rs") {
+            continue;
+        }
+        let fns = functions(&std::fs::read_to_string(&path).unwrap());
+        let mut skipping: Vec<&str> = Vec::new();
+        loop {
+            let more: Vec<&str> = fns
+                .iter()
+                .filter(|(_, name, body)| {
+                    !skipping.contains(&name.as_str())
+                        && (MAY_SKIP.iter().any(|call| body.contains(call))
+                            || skipping.iter().any(|helper| body.contains(&format!("{helper}("))))
+                })
+                .map(|(_, name, _)| name.as_str())
+                .collect();
+            if more.is_empty() {
+                break;
+            }
+            skipping.extend(more);
+        }
+        for (attrs, name, _) in &fns {
+            if attrs.contains("#[test]")
+                && skipping.contains(&name.as_str())
+                && !attrs.contains("#[ignore = \"needs ")
+            {
+                bare.push(format!("{}: {name}", path.file_name().unwrap().to_string_lossy()));
+            }
+        }
+    }
+    assert!(
+        bare.is_empty(),
+        "tests that may skip, not #[ignore = \"needs …\"]: {bare:#?}"
+    );
 }

@@ -782,6 +782,7 @@ const MACHINE_OVERRIDES: &str = "receivers:\n  otlp:\n    protocols:\n      grpc
 /// Machines → collector (`single-machine.yaml`) → remote write, to Prometheus 3, Prometheus 2.42
 /// and VictoriaMetrics at once.
 #[test]
+#[ignore = "needs the collector, Prometheus 3, VictoriaMetrics, Prometheus 2 (.ci/run); run with --include-ignored"]
 fn every_window_is_exact_through_the_collectors_remote_write() {
     let test = "every_window_is_exact_through_the_collectors_remote_write";
     let Some(otelcol) = common::tools::built(test, "REASONIX_OTELCOL", "otelcol-reasonix") else {
@@ -863,6 +864,7 @@ fn prometheus3_otlp(binary: &Path, dir: &Path) -> (Prometheus, String) {
 }
 
 #[test]
+#[ignore = "needs Prometheus 3 (.ci/run); run with --include-ignored"]
 fn every_window_is_exact_on_prometheus_3s_otlp_endpoint() {
     let test = "every_window_is_exact_on_prometheus_3s_otlp_endpoint";
     let Some(prometheus3) = common::tools::built(test, "REASONIX_PROMETHEUS3", "prometheus3") else {
@@ -879,6 +881,7 @@ fn every_window_is_exact_on_prometheus_3s_otlp_endpoint() {
 }
 
 #[test]
+#[ignore = "needs VictoriaMetrics (.ci/run); run with --include-ignored"]
 fn every_window_is_exact_on_victoria_metrics_otlp() {
     let test = "every_window_is_exact_on_victoria_metrics_otlp";
     let Some(victoria) = common::tools::built(test, "REASONIX_VICTORIA", "victoria-metrics") else {
@@ -898,6 +901,7 @@ fn every_window_is_exact_on_victoria_metrics_otlp() {
 /// with `created-timestamp-zero-ingestion`: a series born after a store's first publication
 /// carries its birth as `_created`, which Prometheus makes a zero.
 #[test]
+#[ignore = "needs Prometheus 3 (.ci/run); run with --include-ignored"]
 fn every_window_is_exact_on_prometheus_3_scraping_metrics() {
     let test = "every_window_is_exact_on_prometheus_3_scraping_metrics";
     let Some(prometheus3) = common::tools::built(test, "REASONIX_PROMETHEUS3", "prometheus3") else {
@@ -937,6 +941,7 @@ fn every_window_is_exact_on_prometheus_3_scraping_metrics() {
 /// last export the record knows, before all of them: Prometheus refuses it as out of order (and
 /// the values follow, not held up by it), VictoriaMetrics files it before them.
 #[test]
+#[ignore = "needs Prometheus 3, VictoriaMetrics (.ci/run); run with --include-ignored"]
 fn a_store_restored_from_a_backup_never_goes_down_on_prometheus_3_and_victoria_metrics() {
     let test = "a_store_restored_from_a_backup_never_goes_down_on_prometheus_3_and_victoria_metrics";
     let (Some(prometheus3), Some(victoria)) = (

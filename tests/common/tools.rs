@@ -1,5 +1,8 @@
-//! The real servers the end-to-end tests run, and what a test does when one is missing: in CI
-//! (`CI=true`) it fails, naming the tool and how to get it; elsewhere it prints one
+//! The real servers the end-to-end tests run, and what a test does when one is missing. A test
+//! that needs a server, a tool, root or a kernel feature is `#[ignore]`d with what it needs, so
+//! that a plain `cargo test` lists it as ignored rather than pass it having checked nothing;
+//! `.ci/run` runs them with `--include-ignored`. There, in CI (`CI=true`), a missing tool fails
+//! the test, naming the tool and how to get it; elsewhere it prints one
 //! `SKIPPED <test>: <reason>` line and the test returns.
 
 #![allow(dead_code)]
