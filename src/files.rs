@@ -26,10 +26,15 @@ pub fn replace(path: &Path, bytes: &[u8], durability: Durability) -> std::io::Re
     let mut tmp_name = path.as_os_str().to_owned();
     tmp_name.push(".tmp");
     let tmp = PathBuf::from(tmp_name);
-    // A leftover (or planted) temporary goes first: removing a symlink removes the link alone.
+    // A leftover (or planted) temporary goes first: removing a symlink removes the link alone,
+    // and an empty folder in its place goes too; anything else there is in the way, and said so.
     match std::fs::remove_file(&tmp) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
-        _ => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(_) if std::fs::symlink_metadata(&tmp).is_ok_and(|m| m.is_dir()) => {
+            std::fs::remove_dir(&tmp).map_err(|_| in_the_way(&tmp))?;
+        }
+        Err(e) => return Err(e),
+        Ok(()) => {}
     }
     let mut file = options_without_symlinks(File::options().write(true).create_new(true))
         .open(&tmp)
@@ -48,6 +53,17 @@ pub fn replace(path: &Path, bytes: &[u8], durability: Durability) -> std::io::Re
         File::open(folder)?.sync_all()?;
     }
     Ok(())
+}
+
+/// A folder where the exporter writes a file of its own.
+pub fn in_the_way(path: &Path) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::IsADirectory,
+        format!(
+            "{} is a folder, where the exporter keeps a file of its own: remove it",
+            path.display()
+        ),
+    )
 }
 
 /// The most the exporter reads of one of its own files: far more than it ever writes.
@@ -128,6 +144,24 @@ pub fn replace_json(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_folder_left_where_a_temporary_goes_is_removed_when_empty_and_named_when_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let record = dir.path().join("stream");
+        std::fs::create_dir(dir.path().join("stream.tmp")).unwrap();
+        replace(&record, b"one", Durability::PowerCut).unwrap();
+        assert_eq!(std::fs::read(&record).unwrap(), b"one");
+        std::fs::create_dir_all(dir.path().join("stream.tmp/kept")).unwrap();
+        let e = replace(&record, b"two", Durability::PowerCut).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::IsADirectory);
+        let said = crate::store::StoreError::io(&record, e).to_string();
+        assert!(
+            said.contains("stream.tmp is a folder") && said.contains("remove it"),
+            "{said}"
+        );
+        assert!(!said.contains("disk"), "no disk-space advice: {said}");
+    }
 
     #[cfg(unix)]
     #[test]

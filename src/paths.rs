@@ -98,11 +98,30 @@ pub fn home_dir(env: Env<'_>) -> Option<PathBuf> {
 /// leading `~`, and makes a relative path absolute. A blank value is `None` (unset). The bytes
 /// are kept as they are: a path need not be UTF-8, here or in a variable it names.
 pub fn clean_path(value: &OsStr, env: Env<'_>) -> Option<PathBuf> {
+    cleaned(value, env).0
+}
+
+/// [`clean_path`] for the exporter's own settings: a `$VAR` that is unset is an error (its
+/// name), not an empty piece that turns `$DATA/state` into `/state`.
+pub fn clean_setting_path(value: &OsStr, env: Env<'_>) -> Result<Option<PathBuf>, String> {
+    match cleaned(value, env) {
+        (_, Some(unset)) => Err(unset),
+        (path, None) => Ok(path),
+    }
+}
+
+/// The cleaned path, and the first variable it names that is unset.
+fn cleaned(value: &OsStr, env: Env<'_>) -> (Option<PathBuf>, Option<String>) {
     let trimmed = value.as_encoded_bytes().trim_ascii();
     if trimmed.is_empty() {
-        return None;
+        return (None, None);
     }
-    let expanded = expand_vars(trimmed, env);
+    let (expanded, unset) = expand_vars(trimmed, env);
+    (absolute(expanded, env), unset)
+}
+
+/// `expanded` with a leading `~` made the home folder, and absolute.
+fn absolute(expanded: Vec<u8>, env: Env<'_>) -> Option<PathBuf> {
     let path = match expanded.strip_prefix(b"~") {
         Some(rest) if rest.is_empty() || rest.starts_with(b"/") || rest.starts_with(b"\\") => {
             let home = home_dir(env)?;
@@ -123,8 +142,10 @@ pub fn clean_path(value: &OsStr, env: Env<'_>) -> Option<PathBuf> {
 }
 
 /// `$NAME` and `${NAME}` replaced by the variable's value (empty when unset), as Go's
-/// `os.ExpandEnv` does. A `$` not followed by a name stays as it is.
-fn expand_vars(text: &[u8], env: Env<'_>) -> Vec<u8> {
+/// `os.ExpandEnv` does, and the first name that was unset. A `$` not followed by a name stays as
+/// it is.
+fn expand_vars(text: &[u8], env: Env<'_>) -> (Vec<u8>, Option<String>) {
+    let mut unset = None;
     let mut out = Vec::with_capacity(text.len());
     let mut rest = text;
     while let Some(dollar) = rest.iter().position(|b| *b == b'$') {
@@ -144,8 +165,11 @@ fn expand_vars(text: &[u8], env: Env<'_>) -> Vec<u8> {
         };
         match std::str::from_utf8(name) {
             Ok(name) if !name.is_empty() => {
-                if let Some(value) = env(name) {
-                    out.extend_from_slice(value.as_encoded_bytes());
+                match env(name) {
+                    Some(value) => out.extend_from_slice(value.as_encoded_bytes()),
+                    None => {
+                        unset.get_or_insert_with(|| name.to_string());
+                    }
                 }
                 rest = &after[consumed..];
             }
@@ -156,7 +180,7 @@ fn expand_vars(text: &[u8], env: Env<'_>) -> Vec<u8> {
         }
     }
     out.extend_from_slice(rest);
-    out
+    (out, unset)
 }
 
 /// The OS string of `bytes`: pieces of OS strings cut at ASCII characters, and whole ones.

@@ -17,7 +17,7 @@ pub fn one_line(text: &str, max_chars: usize) -> String {
 
 /// Characters that show as nothing or break a line: zero-width ones, the soft hyphen, the
 /// byte-order mark, and the line and paragraph separators.
-fn is_invisible(c: char) -> bool {
+pub fn is_invisible(c: char) -> bool {
     matches!(c, '\u{00AD}' | '\u{200B}'..='\u{200D}' | '\u{2028}' | '\u{2029}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}')
 }
 

@@ -136,3 +136,56 @@ fn a_state_root_moved_in_reasonix_studios_config_is_followed_and_named() {
     assert!(stdout.contains(&line), "{stdout}");
     assert_eq!(std::fs::read_to_string(&config).unwrap(), text, "never written");
 }
+
+/// Answers every connection on a free port with `answer`, read or not; returns the port.
+fn answering(answer: &'static [u8]) -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            use std::io::{Read, Write};
+            let mut stream = stream;
+            let _ = stream.set_read_timeout(Some(std::time::Duration::from_millis(200)));
+            let _ = stream.read(&mut [0; 4096]);
+            let _ = stream.write_all(answer);
+        }
+    });
+    port
+}
+
+#[test]
+fn doctors_fix_says_what_failed_a_path_without_otlp_or_another_protocol() {
+    let fx = Fixture::new();
+    let doctor = |endpoint: &str, protocol: &str| {
+        let out = fx
+            .command(&[
+                "doctor",
+                "--otlp-endpoint",
+                endpoint,
+                "--otlp-protocol",
+                protocol,
+                "--prometheus",
+                "off",
+            ])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let not_found = answering(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n");
+    let said = doctor(
+        &format!("http://127.0.0.1:{not_found}/v1/metric"),
+        "http/protobuf",
+    );
+    assert!(
+        said.contains("PROBLEM  OTLP") && said.contains("ends in /v1/metrics"),
+        "{said}"
+    );
+    assert!(!said.contains("start an OpenTelemetry Collector"), "{said}");
+    // gRPC to an HTTP/1.1 server: an answer that is not gRPC's.
+    let http = answering(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+    let said = doctor(&format!("http://127.0.0.1:{http}"), "grpc");
+    assert!(
+        said.contains("PROBLEM  OTLP") && said.contains("not interchangeable"),
+        "{said}"
+    );
+}

@@ -87,13 +87,15 @@ fn lines_rewritten_in_place_then_appended_are_read_again() {
 }
 
 #[test]
-fn bidirectional_controls_in_a_model_name_make_its_label_invalid() {
+fn bidirectional_controls_and_invisible_characters_in_a_label_make_it_invalid() {
     let fx = Fixture::new();
     fx.append_lines(
         "2026-08-01.jsonl",
         &[
             "{\"ts\":\"2026-08-01T10:00:00Z\",\"model\":\"deepseek/\u{202E}tahc-keesped\",\"source\":\"cli\",\"total\":5}",
             "{\"ts\":\"2026-08-01T10:00:01Z\",\"model\":\"deepseek-chat\",\"source\":\"c\u{2066}li\u{2069}\",\"total\":7}",
+            // Zero-width: a series that would look like `cli`.
+            "{\"ts\":\"2026-08-01T10:00:02Z\",\"model\":\"kimi-k2\",\"source\":\"c\u{200B}li\",\"total\":9}",
         ],
     );
     fx.ingest();
@@ -113,7 +115,8 @@ fn bidirectional_controls_in_a_model_name_make_its_label_invalid() {
         labels,
         [
             ("deepseek-chat".into(), "invalid".into()),
-            ("invalid".into(), "cli".into())
+            ("invalid".into(), "cli".into()),
+            ("kimi-k2".into(), "invalid".into())
         ]
     );
     let table = fx.run(&["status"]);

@@ -600,3 +600,72 @@ fn delta_over_grpc_with_unreadable_answers_never_exceeds_the_truth() {
     }
     assert_eq!(receiver.backend_totals(), model.expected.totals());
 }
+
+#[test]
+fn delta_with_nothing_new_says_so_and_never_that_it_exported() {
+    let fx = Fixture::new();
+    fx.append(
+        "2026-08-01.jsonl",
+        Generator::new(5).day_file(&days(1)[0], 20).as_bytes(),
+    );
+    let receiver = Receiver::http();
+    let delta = |endpoint: &str| {
+        fx.command(&[
+            "once",
+            "--otlp-endpoint",
+            endpoint,
+            "--otlp-protocol",
+            "http/protobuf",
+        ])
+        .env("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", "delta")
+        .output()
+        .unwrap()
+    };
+    assert_success(&delta(&receiver.endpoint));
+    let closed = format!("http://127.0.0.1:{}/v1/metrics", common::free_port());
+    let out = delta(&closed);
+    assert_success(&out);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("nothing new to export") && said.contains("not contacted"),
+        "{said}"
+    );
+    assert!(!said.contains("exported 0"), "{said}");
+}
+
+/// OTLP over HTTP/1.1 sent to a gRPC port (HTTP/2 only) cannot have been taken: a wrong
+/// protocol, said so, and with delta nothing is counted delivered that the collector lacks.
+#[test]
+fn http_to_a_grpc_port_is_a_wrong_protocol_and_delta_loses_nothing() {
+    let fx = Fixture::new();
+    let mut model = Model::default();
+    let text = Generator::new(6).day_file(&days(1)[0], 30);
+    fx.append("2026-08-01.jsonl", text.as_bytes());
+    model.feed(text.as_bytes());
+    let grpc = Receiver::grpc();
+    let delta = |protocol: &str| {
+        fx.command(&[
+            "once",
+            "--otlp-endpoint",
+            &grpc.endpoint,
+            "--otlp-protocol",
+            protocol,
+        ])
+        .env("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", "delta")
+        .output()
+        .unwrap()
+    };
+    let out = delta("http/protobuf");
+    assert!(!out.status.success());
+    let line = common::the_error_line(&out);
+    assert!(
+        line.contains("does not speak HTTP/1.1") && line.contains("--otlp-protocol grpc"),
+        "{line}"
+    );
+    assert_success(&delta("grpc"));
+    assert_eq!(
+        grpc.backend_totals(),
+        model.expected.totals(),
+        "the first export was not lost"
+    );
+}

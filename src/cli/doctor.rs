@@ -9,7 +9,7 @@ use prost::Message;
 use serde::Deserialize;
 
 use crate::export::health::ExportHealth;
-use crate::export::transport::Transport;
+use crate::export::transport::{SendError, Transport};
 use crate::ledger::decode::{Decoded, decode};
 use crate::ledger::discover::ledger_files;
 use crate::settings::Settings;
@@ -333,11 +333,27 @@ async fn check_collector(settings: &Settings, report: &mut Report) {
                 crate::export::resource::instance_of(&crate::export::resource::resource(&settings.instance))
             ),
         ),
-        Err(e) => report.problem(
-            "OTLP",
-            format!("{what}: {e}"),
-            "start an OpenTelemetry Collector there (deploy/README.md has one), or point --otlp-endpoint at yours, or use --otlp off to only count",
-        ),
+        Err(e) => report.problem("OTLP", format!("{what}: {e}"), fix_for(&e)),
+    }
+}
+
+/// What to do about a failed empty export, by what failed.
+fn fix_for(error: &SendError) -> &'static str {
+    let said = error.to_string();
+    match error {
+        _ if said.contains("certificate") || said.contains("TLS") => {
+            "check TLS: the CA that signed the collector's certificate (--otlp-certificate), or the client identity it asks for (--otlp-client-certificate, --otlp-client-key)"
+        }
+        SendError::Refused { .. } if said.contains("404") => {
+            "something answers there, with no OTLP receiver at that path: an HTTP endpoint ends in /v1/metrics (port 4318 by default); check --otlp-endpoint"
+        }
+        SendError::Refused { .. } => "the collector refused an empty export: its log says why",
+        SendError::Unknown(_) => {
+            "something answers there, not in this protocol: OTLP over HTTP (port 4318) and gRPC (port 4317) are not interchangeable; check --otlp-protocol and the port"
+        }
+        SendError::NotSent(_) => {
+            "start an OpenTelemetry Collector there (deploy/README.md has one), or point --otlp-endpoint at yours, or use --otlp off to only count"
+        }
     }
 }
 

@@ -77,11 +77,19 @@ pub async fn once(settings: &Settings) -> anyhow::Result<()> {
     if let Some(warning) = report.accepted.warning() {
         tracing::warn!("{warning}");
     }
-    tracing::info!(
-        "exported {} data points to {}",
-        report.data_points,
-        otlp.target.shown_endpoint()
-    );
+    if report.requests == 0 {
+        // Delta with no new lines: nothing to send, and the collector was not asked anything.
+        tracing::info!(
+            "nothing new to export ({} was not contacted)",
+            otlp.target.shown_endpoint()
+        );
+    } else {
+        tracing::info!(
+            "exported {} data points to {}",
+            report.data_points,
+            otlp.target.shown_endpoint()
+        );
+    }
     store.close_without_fsync()?;
     Ok(())
 }

@@ -117,8 +117,9 @@ impl Daemon {
                 // Tried again only when the folder comes back; until then, polling alone.
                 self.watch_broken = true;
                 tracing::warn!(
-                    "file events are not available for {} ({e}); polling every {:?} instead",
+                    "file events are not available for {} ({}); polling every {:?} instead",
                     dir.display(),
+                    ledger_watch::explained(&e),
                     self.settings.poll_interval.value
                 )
             }

@@ -120,16 +120,38 @@ async fn metrics(
     headers: HeaderMap,
 ) -> impl IntoResponse {
     let snapshot = snapshots.borrow().clone();
-    let openmetrics = headers
+    let accept: Vec<&str> = headers
         .get_all(header::ACCEPT)
         .iter()
         .filter_map(|v| v.to_str().ok())
-        .any(|v| v.contains("application/openmetrics-text"));
+        .collect();
+    let openmetrics = wants_openmetrics(&accept.join(","));
     let body = encode(&snapshot, openmetrics);
     (
         [(header::CONTENT_TYPE, if openmetrics { OPENMETRICS } else { TEXT })],
         body,
     )
+}
+
+/// Whether an `Accept` header asks for OpenMetrics: its quality (`q`, 1 when not given) is above
+/// zero and no lower than the text format's (`text/plain`, `text/*` or `*/*`), as a scraper that
+/// lists both ranks them (Prometheus: OpenMetrics 0.5, text 0.3 or 0.4, unless told otherwise).
+fn wants_openmetrics(accept: &str) -> bool {
+    let (mut openmetrics, mut text) = (0.0_f64, 0.0_f64);
+    for range in accept.split(',') {
+        let mut parts = range.split(';');
+        let media = parts.next().unwrap_or_default().trim().to_ascii_lowercase();
+        let q = parts
+            .filter_map(|p| p.trim().strip_prefix("q="))
+            .find_map(|q| q.trim().parse::<f64>().ok())
+            .unwrap_or(1.0);
+        match media.as_str() {
+            "application/openmetrics-text" => openmetrics = openmetrics.max(q),
+            "text/plain" | "text/*" | "*/*" => text = text.max(q),
+            _ => {}
+        }
+    }
+    openmetrics > 0.0 && openmetrics >= text
 }
 
 /// The exposition text for `snapshot`.
@@ -261,6 +283,22 @@ mod tests {
             },
             births: Arc::new(BTreeMap::from([(born, 1_764_500_000_250_000_000)])),
             health: SelfStats::default(),
+        }
+    }
+
+    #[test]
+    fn openmetrics_is_served_when_asked_for_above_the_text_format() {
+        let prometheus_2 = "application/openmetrics-text;version=1.0.0;q=0.5,application/openmetrics-text;version=0.0.1;q=0.4,text/plain;version=0.0.4;q=0.3,*/*;q=0.2";
+        assert!(wants_openmetrics(prometheus_2));
+        assert!(wants_openmetrics("application/openmetrics-text"));
+        for text in [
+            "",
+            "text/plain",
+            "application/openmetrics-text;q=0",
+            "application/openmetrics-text; version=1.0.0; q=0.0, text/plain",
+            "text/plain;version=0.0.4;q=0.9,application/openmetrics-text;q=0.5",
+        ] {
+            assert!(!wants_openmetrics(text), "{text}");
         }
     }
 

@@ -37,10 +37,16 @@ pub fn resource(instance: &str) -> ProtoResource {
         })
         .collect();
     attributes.sort_by(|a, b| a.key.cmp(&b.key));
-    ProtoResource {
+    let resource = ProtoResource {
         attributes,
         ..ProtoResource::default()
+    };
+    if instance_of(&resource) != instance {
+        tracing::warn!(
+            "OTEL_RESOURCE_ATTRIBUTES sets service.instance.id, which names this store's stream: every exporter given the same value is added into one series; give each machine its own, or remove it"
+        );
     }
+    resource
 }
 
 /// The `service.instance.id` a resource carries: ours, or the one `OTEL_RESOURCE_ATTRIBUTES` set.

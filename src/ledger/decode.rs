@@ -17,6 +17,7 @@ use std::fmt;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::field::Field;
+use super::go_text::{go_lossy_utf8, go_surrogates};
 use super::quote::{Amount, Currency, Quote, QuoteFields};
 use super::timestamp::{Day, day_of_rfc3339};
 
@@ -116,14 +117,28 @@ pub fn decode(line: &[u8]) -> Decoded<'_> {
     }
     // One UTF-8 check of the whole line, then a parse that trusts it. (Letting serde_json check
     // string by string instead measured 5x the cost: every key is a separate small check.)
-    match go_lossy_utf8(line) {
+    let text = go_lossy_utf8(line);
+    let decoded = match &text {
         Cow::Borrowed(text) => decode_text(text),
-        // The row borrows from the repaired text; such lines are rare, so their labels are owned.
-        Cow::Owned(text) => match decode_text(&text) {
-            Decoded::Row(row) => Decoded::Row(row.into_owned()),
-            Decoded::Blank => Decoded::Blank,
-            Decoded::Rejected(why) => Decoded::Rejected(why),
+        Cow::Owned(text) => decode_owned(text),
+    };
+    match decoded {
+        // Go's decoder reads a lone surrogate as U+FFFD, where serde_json refuses the line.
+        Decoded::Rejected(Rejection::InvalidJson) => match go_surrogates(&text) {
+            Some(fixed) => decode_owned(&fixed),
+            None => decoded,
         },
+        decoded => decoded,
+    }
+}
+
+/// Decodes a repaired text: the row would borrow from it, and such lines are rare, so their
+/// labels are owned.
+fn decode_owned(text: &str) -> Decoded<'static> {
+    match decode_text(text) {
+        Decoded::Row(row) => Decoded::Row(row.into_owned()),
+        Decoded::Blank => Decoded::Blank,
+        Decoded::Rejected(why) => Decoded::Rejected(why),
     }
 }
 
@@ -152,33 +167,6 @@ impl Row<'_> {
             source: self.source.map(|s| Cow::Owned(s.into_owned())),
             day: self.day,
             quote: self.quote.into_owned(),
-        }
-    }
-}
-
-/// Replaces invalid UTF-8 the way Go's decoder does: one U+FFFD for every byte that does not
-/// start a valid sequence. (Rust's `from_utf8_lossy` folds a truncated sequence into one U+FFFD,
-/// which would give a different label value than Reasonix shows.)
-fn go_lossy_utf8(bytes: &[u8]) -> Cow<'_, str> {
-    let first_error = match std::str::from_utf8(bytes) {
-        Ok(text) => return Cow::Borrowed(text),
-        Err(error) => error,
-    };
-    let mut out = String::with_capacity(bytes.len() + 8);
-    let mut rest = bytes;
-    let mut error = first_error;
-    loop {
-        let (valid, after) = rest.split_at(error.valid_up_to());
-        out.push_str(std::str::from_utf8(valid).unwrap_or_default());
-        let bad = error.error_len().unwrap_or(after.len());
-        out.extend(std::iter::repeat_n(char::REPLACEMENT_CHARACTER, bad));
-        rest = &after[bad..];
-        match std::str::from_utf8(rest) {
-            Ok(tail) => {
-                out.push_str(tail);
-                return Cow::Owned(out);
-            }
-            Err(next) => error = next,
         }
     }
 }
@@ -631,6 +619,19 @@ mod tests {
     fn unknown_fields_are_skipped_whatever_their_shape() {
         let line = r#"{"ts":"2026-08-07T00:22:43Z","prompt_text":"SECRET","total":5,"nested":{"a":[1,{"b":"SECRET"}]},"selected_amount":"0.01","future":1.5}"#;
         assert_eq!(usage(line).total, 5);
+    }
+
+    #[test]
+    fn a_lone_surrogate_is_u_fffd_like_go_and_a_pair_is_its_character() {
+        let r = row(r#"{"model":"a\ud800b\udc00","source":"\ud83d\ude00","total":1}"#);
+        assert_eq!(r.model.as_deref(), Some("a\u{FFFD}b\u{FFFD}"));
+        assert_eq!(r.source.as_deref(), Some("\u{1F600}"));
+        let r = row(r#"{"model":"\\ud800 \ud800\ud800","total":1}"#);
+        assert_eq!(r.model.as_deref(), Some("\\ud800 \u{FFFD}\u{FFFD}"));
+        assert_eq!(
+            rejected(br#"{"model":"\ud800","total":1"#),
+            Rejection::InvalidJson
+        );
     }
 
     #[test]

@@ -4,6 +4,7 @@ pub mod checkpoint;
 pub mod decode;
 pub mod discover;
 mod field;
+mod go_text;
 pub mod iso4217;
 pub mod quote;
 pub mod tail;

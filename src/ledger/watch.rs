@@ -31,3 +31,41 @@ pub fn watch(stats_dir: &Path, wake: Arc<Notify>) -> notify::Result<Watcher> {
     inner.watch(stats_dir, RecursiveMode::NonRecursive)?;
     Ok(Watcher { _inner: inner })
 }
+
+/// `error` with what to raise when a limit is what failed: inotify reports a user's instances
+/// used up as "Too many open files", the watches as "No space left on device".
+pub fn explained(error: &notify::Error) -> String {
+    let limit = match &error.kind {
+        notify::ErrorKind::MaxFilesWatch => Some("sysctl fs.inotify.max_user_watches"),
+        notify::ErrorKind::Io(io) if io.raw_os_error() == Some(libc::EMFILE) => {
+            Some("sysctl fs.inotify.max_user_instances, or the process's descriptors: ulimit -n")
+        }
+        notify::ErrorKind::Io(io) if io.raw_os_error() == Some(libc::ENOSPC) => {
+            Some("sysctl fs.inotify.max_user_watches")
+        }
+        _ => None,
+    };
+    match limit {
+        Some(limit) if cfg!(target_os = "linux") => format!("{error}: a limit; raise {limit}"),
+        _ => error.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_limit_that_failed_is_named_with_its_sysctl() {
+        let instances = notify::Error::io(std::io::Error::from_raw_os_error(libc::EMFILE));
+        let said = explained(&instances);
+        assert!(
+            cfg!(not(target_os = "linux")) || said.contains("fs.inotify.max_user_instances"),
+            "{said}"
+        );
+        let watches = notify::Error::new(notify::ErrorKind::MaxFilesWatch);
+        assert!(cfg!(not(target_os = "linux")) || explained(&watches).contains("max_user_watches"));
+        let other = notify::Error::path_not_found();
+        assert_eq!(explained(&other), other.to_string());
+    }
+}

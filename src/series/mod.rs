@@ -114,13 +114,14 @@ impl AttrSet {
 }
 
 /// A label value as exported: as written, or `invalid` when too long or holding control
-/// characters (which would break text formats and dashboards) or bidirectional controls (which
-/// make a label read as something else in a table or a legend).
+/// characters (which would break text formats and dashboards), bidirectional controls (which
+/// make a label read as something else in a table or a legend) or characters that show as
+/// nothing (which make a series that looks like another).
 pub(crate) fn label(value: &str) -> String {
     if value.len() > MAX_LABEL_BYTES
         || value
             .chars()
-            .any(|c| c.is_control() || crate::shown::is_bidi_control(c))
+            .any(|c| c.is_control() || crate::shown::is_bidi_control(c) || crate::shown::is_invisible(c))
     {
         "invalid".to_owned()
     } else {

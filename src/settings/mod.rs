@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use crate::export::payload::Temporality;
 use crate::export::transport::OtlpTarget;
-use crate::paths::{Env, Origin, clean_path, home_dir, reasonix_stats_dir};
+use crate::paths::{Env, Origin, clean_path, clean_setting_path, home_dir, reasonix_stats_dir};
 use catalog::{
     CONFIG, Def, EXPORT_INTERVAL, OTLP, OTLP_CERTIFICATE, OTLP_CLIENT_CERTIFICATE, OTLP_CLIENT_KEY,
     POLL_INTERVAL, PROMETHEUS, SANDBOX, SDK_DISABLED, SETTINGS, STATE_DIR, STATS_DIR, WATCH,
@@ -201,12 +201,28 @@ fn default<T>(value: T) -> Setting<T> {
     }
 }
 
+/// A path setting cleaned (see [`clean_setting_path`]); a `$VAR` in it that is unset is an error.
+pub(super) fn setting_path(
+    raw: &std::ffi::OsStr,
+    env: Env<'_>,
+    what: &'static str,
+    origin: &Origin,
+) -> Result<Option<PathBuf>, SettingsError> {
+    clean_setting_path(raw, env).map_err(|var| SettingsError::UnsetInPath {
+        what,
+        origin: origin.clone(),
+        var,
+    })
+}
+
 fn resolve_stats_dir(sources: &Sources<'_>) -> Result<Setting<PathBuf>, SettingsError> {
     Ok(match sources.pick_path(&STATS_DIR) {
         Some((raw, origin)) => Setting {
-            value: clean_path(&raw, sources.env).ok_or_else(|| SettingsError::Blank {
-                what: "stats dir",
-                origin: origin.clone(),
+            value: setting_path(&raw, sources.env, "stats dir", &origin)?.ok_or_else(|| {
+                SettingsError::Blank {
+                    what: "stats dir",
+                    origin: origin.clone(),
+                }
             })?,
             origin,
         },
@@ -261,9 +277,11 @@ fn outside_of(state_dir: &Setting<PathBuf>, stats_dir: &Path) -> Result<(), Sett
 fn resolve_state_dir(sources: &Sources<'_>) -> Result<Setting<PathBuf>, SettingsError> {
     Ok(match sources.pick_path(&STATE_DIR) {
         Some((raw, origin)) => Setting {
-            value: clean_path(&raw, sources.env).ok_or_else(|| SettingsError::Blank {
-                what: "state dir",
-                origin: origin.clone(),
+            value: setting_path(&raw, sources.env, "state dir", &origin)?.ok_or_else(|| {
+                SettingsError::Blank {
+                    what: "state dir",
+                    origin: origin.clone(),
+                }
             })?,
             origin,
         },
@@ -448,6 +466,46 @@ mod tests {
         ]);
         let s = resolve(&Flags::new(), &env).unwrap();
         assert_eq!(s.otlp.unwrap().target.endpoint, "http://m:9/custom");
+    }
+
+    #[test]
+    fn an_unset_variable_in_a_path_setting_is_an_error_not_a_root_path() {
+        let env = env_of(&[("HOME", "/u"), ("REASONIX_EXPORTER_STATE_DIR", "$DATA/reasonix")]);
+        let e = resolve(&Flags::new(), &env).unwrap_err().to_string();
+        assert!(e.contains("state dir") && e.contains("$DATA, which is unset"), "{e}");
+        let env = env_of(&[("HOME", "/u"), ("DATA", "/d"), ("REASONIX_EXPORTER_STATE_DIR", "$DATA/reasonix")]);
+        assert_eq!(resolve(&Flags::new(), &env).unwrap().state_dir.value, PathBuf::from("/d/reasonix"));
+    }
+
+    #[test]
+    fn a_scheme_in_capitals_is_a_scheme() {
+        let env = env_of(&[
+            ("HOME", "/u"),
+            ("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "HTTP://m:9/v1/metrics"),
+        ]);
+        let s = resolve(&Flags::new(), &env).unwrap();
+        assert_eq!(s.otlp.unwrap().target.endpoint, "http://m:9/v1/metrics");
+    }
+
+    #[test]
+    fn resource_attributes_with_a_bad_entry_are_an_error_never_dropped_or_kept_raw() {
+        for (bad, says) in [
+            ("team=a,noeq", "entry 2 has no '='"),
+            ("=v", "entry 1 has an empty or invalid name"),
+            ("team=%zz", "team: its value is not valid percent-encoded"),
+        ] {
+            let env = env_of(&[("HOME", "/u"), ("OTEL_RESOURCE_ATTRIBUTES", bad)]);
+            let e = resolve(&Flags::new(), &env).unwrap_err().to_string();
+            assert!(
+                e.starts_with("OTEL_RESOURCE_ATTRIBUTES: ") && e.contains(says),
+                "{bad}: {e}"
+            );
+        }
+        let env = env_of(&[
+            ("HOME", "/u"),
+            ("OTEL_RESOURCE_ATTRIBUTES", "team=pay%20ments,user=alice"),
+        ]);
+        assert!(resolve(&Flags::new(), &env).is_ok());
     }
 
     #[test]

@@ -6,14 +6,14 @@ use std::time::Duration;
 
 use super::catalog::{
     COMPRESSION, Def, HEADERS, OTLP_CERTIFICATE, OTLP_CLIENT_CERTIFICATE, OTLP_CLIENT_KEY, OTLP_ENDPOINT,
-    OTLP_PROTOCOL, TEMPORALITY, TIMEOUT,
+    OTLP_PROTOCOL, RESOURCE, TEMPORALITY, TIMEOUT,
 };
 use super::values::{MAX_TIMEOUT, parse_millis};
-use super::{OtlpSettings, SettingsError, Sources, source_name};
+use super::{OtlpSettings, SettingsError, Sources, setting_path, source_name};
 use crate::export::payload::Temporality;
 use crate::export::tls::TlsFiles;
-use crate::export::transport::{Headers, OtlpProtocol, OtlpTarget, redacted};
-use crate::paths::{Origin, clean_path, os_string_of};
+use crate::export::transport::{Headers, OtlpProtocol, OtlpTarget, parse_pairs, redacted};
+use crate::paths::{Origin, os_string_of};
 
 /// The generic variable whose value gets the signal's path appended for HTTP (the spec: not for
 /// gRPC, and not the signal-specific one).
@@ -52,6 +52,14 @@ pub(super) fn resolve(sources: &Sources<'_>) -> Result<OtlpSettings, SettingsErr
             error,
         })?,
     };
+    // Read by the SDK's detector when the resource is built (`export/resource.rs`), which drops
+    // a bad entry or keeps it half-decoded without a word: checked here, so it is an error.
+    if let Some(attributes) = (sources.env)(RESOURCE.vars[0]) {
+        parse_pairs(&attributes.to_string_lossy()).map_err(|error| SettingsError::Headers {
+            from: RESOURCE.vars[0].to_string(),
+            error,
+        })?;
+    }
     let timeout = match sources.pick(&TIMEOUT) {
         None => Duration::from_secs(10),
         Some((ms, origin)) => parse_millis(&ms, &source_name(&TIMEOUT, &origin), MAX_TIMEOUT)?,
@@ -116,27 +124,44 @@ fn endpoint(sources: &Sources<'_>, protocol: OtlpProtocol) -> Result<String, Set
             OtlpProtocol::Grpc => "http://localhost:4317".into(),
         },
     };
-    let endpoint = endpoint.trim().to_string();
+    let endpoint = lowercase_scheme(endpoint.trim());
     if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
         return Err(SettingsError::EndpointScheme(redacted(&endpoint)));
     }
     Ok(endpoint)
 }
 
+/// `endpoint` with its scheme in lower case: schemes are case-insensitive (RFC 3986), and
+/// `HTTP://collector:4318` is what a user may well write.
+fn lowercase_scheme(endpoint: &str) -> String {
+    match endpoint.split_once("://") {
+        Some((scheme, rest))
+            if scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https") =>
+        {
+            format!("{}://{rest}", scheme.to_ascii_lowercase())
+        }
+        _ => endpoint.to_string(),
+    }
+}
+
 /// The CA and the client identity, read and checked now; TLS files for a plain `http://`
 /// endpoint are an error (almost certainly a forgotten `https`).
 fn tls_files(sources: &Sources<'_>, endpoint: &str) -> Result<TlsFiles, SettingsError> {
-    let path = |def: &'static Def| -> Option<(PathBuf, String)> {
-        let (raw, origin) = sources.pick_path(def)?;
-        let path = match origin {
-            Origin::ConfigFile => clean_path(&raw, sources.env)?,
-            _ => PathBuf::from(os_string_of(raw.as_encoded_bytes().trim_ascii().to_vec())),
+    let path = |def: &'static Def| -> Result<Option<(PathBuf, String)>, SettingsError> {
+        let Some((raw, origin)) = sources.pick_path(def) else {
+            return Ok(None);
         };
-        Some((path, source_name(def, &origin)))
+        let path = match origin {
+            Origin::ConfigFile => setting_path(&raw, sources.env, def.key, &origin)?,
+            _ => Some(PathBuf::from(os_string_of(
+                raw.as_encoded_bytes().trim_ascii().to_vec(),
+            ))),
+        };
+        Ok(path.map(|path| (path, source_name(def, &origin))))
     };
-    let ca = path(&OTLP_CERTIFICATE);
-    let client_cert = path(&OTLP_CLIENT_CERTIFICATE);
-    let client_key = path(&OTLP_CLIENT_KEY);
+    let ca = path(&OTLP_CERTIFICATE)?;
+    let client_cert = path(&OTLP_CLIENT_CERTIFICATE)?;
+    let client_key = path(&OTLP_CLIENT_KEY)?;
     let tls = TlsFiles::load(borrowed(&ca), borrowed(&client_cert), borrowed(&client_key))?;
     if !tls.is_empty() && endpoint.starts_with("http://") {
         let from = [&ca, &client_cert, &client_key]

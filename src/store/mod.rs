@@ -73,6 +73,8 @@ pub enum StoreError {
         "store at {path}: {error}; check that the state dir is writable and its disk has room, or choose another with --state-dir"
     )]
     Io { path: PathBuf, error: std::io::Error },
+    #[error("{0}")]
+    InTheWay(String),
     #[error(
         "state dir {path} can be written by other users and is not the exporter's to fix (another user's, or shared like /tmp); choose a folder of your own with --state-dir"
     )]
@@ -80,8 +82,13 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    /// The disk said no at `path` (full, gone, out of descriptors, not allowed).
+    /// The disk said no at `path` (full, gone, out of descriptors, not allowed), or a folder is
+    /// where the exporter keeps a file.
     pub fn io(path: &Path, error: std::io::Error) -> StoreError {
+        if error.kind() == std::io::ErrorKind::IsADirectory {
+            let said = error.get_ref().is_some().then(|| error.to_string());
+            return StoreError::InTheWay(said.unwrap_or_else(|| crate::files::in_the_way(path).to_string()));
+        }
         StoreError::Io {
             path: path.to_path_buf(),
             error,

@@ -73,7 +73,13 @@ impl Http {
             .map_err(|e| {
                 let e = e.without_url();
                 let detail = with_tls_hint(format!("cannot reach the collector: {}", error_chain(&e)), &e);
-                if e.is_connect() {
+                if not_http1(&e) {
+                    // What answered speaks another protocol (an HTTP/2-only gRPC port): it cannot
+                    // have taken an HTTP/1.1 export.
+                    SendError::NotSent(format!(
+                        "{detail}: what answers there does not speak HTTP/1.1, likely a gRPC port (4317); use --otlp-protocol grpc, or the HTTP port (4318)"
+                    ))
+                } else if e.is_connect() {
                     SendError::NotSent(detail)
                 } else if e.is_timeout() {
                     SendError::Unknown("HTTP, timed out".into())
@@ -109,6 +115,20 @@ impl Http {
             bad_data: status == reqwest::StatusCode::BAD_REQUEST,
         })
     }
+}
+
+/// Whether `error` is an answer that is not HTTP/1 at all (hyper could not parse it).
+fn not_http1(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(error);
+    while let Some(e) = cause {
+        if e.downcast_ref::<hyper::Error>()
+            .is_some_and(hyper::Error::is_parse)
+        {
+            return true;
+        }
+        cause = e.source();
+    }
+    false
 }
 
 /// The most of an answer that is read: a partial success is a count and a line of text, and an

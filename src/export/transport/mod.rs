@@ -10,7 +10,8 @@ mod target;
 use std::path::PathBuf;
 
 pub use target::{
-    Accepted, Headers, HeadersError, MAX_RETRY_AFTER, OtlpProtocol, OtlpTarget, SendError, redacted,
+    Accepted, Headers, HeadersError, MAX_RETRY_AFTER, OtlpProtocol, OtlpTarget, SendError, parse_pairs,
+    redacted,
 };
 
 use super::tls::install_crypto_provider;

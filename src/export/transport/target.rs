@@ -49,34 +49,64 @@ impl fmt::Debug for Headers {
 pub enum HeadersError {
     #[error("entry {0} has no '=' (write name=value)")]
     NoEquals(usize),
-    #[error("entry {0} has an invalid header name")]
+    #[error("entry {0} has an empty or invalid name")]
     BadName(usize),
-    #[error("header {0}: its value is not valid percent-encoded UTF-8")]
+    #[error("{0}: its value is not valid percent-encoded UTF-8")]
     BadValue(String),
+    #[error("header {0} is the exporter's to set (it frames the request), never a setting's: remove it")]
+    Reserved(String),
 }
 
+/// Headers that frame the request: set by the exporter from what it sends, never by a setting
+/// (a `content-length` from one cut the body to 5 bytes, and still "exported 46 data points").
+const RESERVED: [&str; 8] = [
+    "content-length",
+    "content-type",
+    "content-encoding",
+    "transfer-encoding",
+    "host",
+    "connection",
+    "te",
+    "grpc-timeout",
+];
+
 impl Headers {
-    /// Parses the W3C-baggage-like list `name=value,name2=value2`, values percent-decoded. An error
-    /// names the entry's position, never its value.
+    /// Parses `OTEL_EXPORTER_OTLP_HEADERS`' list (see [`parse_pairs`]), names lower-cased; a
+    /// header that frames the request is refused.
     pub fn parse(text: &str) -> Result<Headers, HeadersError> {
         let mut headers = Vec::new();
-        for (i, entry) in text.split(',').enumerate() {
-            if entry.trim().is_empty() {
-                continue;
+        for (name, value) in parse_pairs(text)? {
+            let name = name.to_ascii_lowercase();
+            if RESERVED.contains(&name.as_str()) || name.starts_with(':') {
+                return Err(HeadersError::Reserved(name));
             }
-            let Some((name, value)) = entry.split_once('=') else {
-                return Err(HeadersError::NoEquals(i + 1));
-            };
-            let name = name.trim();
-            if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic()) {
-                return Err(HeadersError::BadName(i + 1));
-            }
-            let value =
-                percent_decode(value.trim()).ok_or_else(|| HeadersError::BadValue(name.to_owned()))?;
-            headers.push((name.to_ascii_lowercase(), value));
+            headers.push((name, value));
         }
         Ok(Headers(headers))
     }
+}
+
+/// Parses the W3C-baggage-like list `name=value,name2=value2` of the OTel variables (headers,
+/// resource attributes), values percent-decoded. Every entry is one, or the list is an error: an
+/// entry is never dropped or kept half-decoded without a word. An error names the entry's
+/// position or name, never its value.
+pub fn parse_pairs(text: &str) -> Result<Vec<(String, String)>, HeadersError> {
+    let mut pairs = Vec::new();
+    for (i, entry) in text.split(',').enumerate() {
+        if entry.trim().is_empty() {
+            continue;
+        }
+        let Some((name, value)) = entry.split_once('=') else {
+            return Err(HeadersError::NoEquals(i + 1));
+        };
+        let name = name.trim();
+        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(HeadersError::BadName(i + 1));
+        }
+        let value = percent_decode(value.trim()).ok_or_else(|| HeadersError::BadValue(name.to_owned()))?;
+        pairs.push((name.to_owned(), value));
+    }
+    Ok(pairs)
 }
 
 /// Percent-decoded UTF-8, or `None` when a `%` is not followed by two hex digits (as Go's
@@ -318,6 +348,25 @@ mod tests {
         assert!(!err.contains("s3cret"), "{err}");
         let err = Headers::parse("api-key=%zz-s3cret").unwrap_err().to_string();
         assert!(!err.contains("s3cret") && err.contains("api-key"), "{err}");
+    }
+
+    #[test]
+    fn a_header_that_frames_the_request_is_never_a_settings() {
+        for name in [
+            "Content-Length",
+            "content-type",
+            "Host",
+            "transfer-encoding",
+            ":authority",
+        ] {
+            let err = Headers::parse(&format!("x-team=a,{name}=5"))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains(&name.to_ascii_lowercase()) && err.contains("remove it"),
+                "{err}"
+            );
+        }
     }
 
     #[test]

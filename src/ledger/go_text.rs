@@ -1,0 +1,67 @@
+//! Text as Go's JSON decoder reads it, where serde_json would refuse it: Reasonix's own readers
+//! are Go, and a line counts here exactly when it counts there (`../shared/spec/ledger.md`).
+
+use std::borrow::Cow;
+
+/// Replaces invalid UTF-8 the way Go's decoder does: one U+FFFD for every byte that does not
+/// start a valid sequence. (Rust's `from_utf8_lossy` folds a truncated sequence into one U+FFFD,
+/// which would give a different label value than Reasonix shows.)
+pub fn go_lossy_utf8(bytes: &[u8]) -> Cow<'_, str> {
+    let first_error = match std::str::from_utf8(bytes) {
+        Ok(text) => return Cow::Borrowed(text),
+        Err(error) => error,
+    };
+    let mut out = String::with_capacity(bytes.len() + 8);
+    let mut rest = bytes;
+    let mut error = first_error;
+    loop {
+        let (valid, after) = rest.split_at(error.valid_up_to());
+        out.push_str(std::str::from_utf8(valid).unwrap_or_default());
+        let bad = error.error_len().unwrap_or(after.len());
+        out.extend(std::iter::repeat_n(char::REPLACEMENT_CHARACTER, bad));
+        rest = &after[bad..];
+        match std::str::from_utf8(rest) {
+            Ok(tail) => {
+                out.push_str(tail);
+                return Cow::Owned(out);
+            }
+            Err(next) => error = next,
+        }
+    }
+}
+
+/// `text` with every `\u` escape of a lone UTF-16 surrogate made `\ufffd`, as Go's decoder reads
+/// it; `None` when there is none.
+pub fn go_surrogates(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let unit = |at: usize| -> Option<u16> {
+        let hex = text.get(at..at + 4)?;
+        hex.bytes()
+            .all(|b| b.is_ascii_hexdigit())
+            .then(|| u16::from_str_radix(hex, 16).ok())?
+    };
+    let (mut out, mut copied, mut i) = (String::new(), 0, 0);
+    while i < bytes.len() {
+        if bytes[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        // An escape: `\uXXXX` is six bytes, any other two.
+        let Some(u) = unit(i + 2).filter(|_| bytes.get(i + 1) == Some(&b'u')) else {
+            i += 2;
+            continue;
+        };
+        let low = unit(i + 8).filter(|_| bytes.get(i + 6..i + 8) == Some(b"\\u"));
+        if (0xD800..0xDC00).contains(&u) && low.is_some_and(|low| (0xDC00..0xE000).contains(&low)) {
+            i += 12;
+            continue;
+        }
+        if (0xD800..0xE000).contains(&u) {
+            out.push_str(&text[copied..i]);
+            out.push_str("\\ufffd");
+            copied = i + 6;
+        }
+        i += 6;
+    }
+    (copied > 0).then(|| out + &text[copied..])
+}
