@@ -292,6 +292,50 @@ fn an_idle_daemon_does_not_spin() {
 }
 
 #[test]
+#[cfg(target_os = "linux")]
+fn an_idle_daemon_over_years_of_day_files_does_not_list_them_all_every_poll() {
+    let fx = Fixture::new();
+    // Ten thousand day files written long ago, and today's.
+    let long_ago = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_600_000_000);
+    for i in 0..10_000 {
+        let name = format!("1990-{:05}.jsonl", i);
+        let line =
+            format!(r#"{{"ts":"1990-01-01T10:00:00.{i:06}Z","model":"m/old","source":"cli","total":1}}"#);
+        fx.append_lines(&name, &[&line]);
+        std::fs::File::options()
+            .append(true)
+            .open(fx.path(&name))
+            .unwrap()
+            .set_modified(long_ago)
+            .unwrap();
+    }
+    fx.append_lines(
+        "2026-08-01.jsonl",
+        &[r#"{"ts":"2026-08-01T10:00:00Z","model":"m/x","source":"cli","total":9}"#],
+    );
+    let (daemon, port) = fx.spawn_serving(&["--poll-interval", "200ms"]);
+    assert!(wait_until(PATIENCE, || scrape_totals(port).is_some_and(|t| t.len() == 2)));
+    let pid = daemon.child.id();
+    let before = cpu_seconds(pid);
+    // The measurement window: fifteen polls with nothing new.
+    std::thread::sleep(Duration::from_secs(3));
+    let used = cpu_seconds(pid) - before;
+    // Still reads what is new in today's file at once.
+    fx.append_lines(
+        "2026-08-01.jsonl",
+        &[r#"{"ts":"2026-08-01T10:00:01Z","model":"m/x","source":"cli","total":1}"#],
+    );
+    assert!(wait_until(PATIENCE, || scrape_totals(port)
+        .is_some_and(|t| t.values().any(|v| v[5] == 10))));
+    drop(daemon);
+    // Listing and checking ten thousand files on every poll took ~0.5 s of these 3 s (release).
+    assert!(
+        used < 0.15,
+        "idle daemon used {used:.2} s of CPU in 3 s over 10,000 old day files"
+    );
+}
+
+#[test]
 fn status_works_while_the_daemon_runs() {
     let fx = Fixture::new();
     let (daemon, port) = fx.spawn_serving(&[]);

@@ -107,6 +107,8 @@ struct Daemon {
     watcher: Option<Watcher>,
     /// Setting up file events failed for the folder as it is now.
     watch_broken: bool,
+    /// The last full listing of the stats folder (see `stats_dir.rs`).
+    listed: Option<stats_dir::Listed>,
     dir_state: DirState,
     exporter: Option<OtlpExporter>,
     in_flight: Option<JoinHandle<(Outgoing, Sent)>>,
@@ -152,6 +154,7 @@ impl Daemon {
             wake: Arc::new(Notify::new()),
             watcher: None,
             watch_broken: false,
+            listed: None,
             dir_state: DirState::Unknown,
             exporter,
             in_flight: None,

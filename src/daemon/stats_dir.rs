@@ -1,14 +1,31 @@
 //! The stats folder as `run` sees it: present, missing or unreadable (each change said once),
-//! watched for file events when it can be, and its files read on every poll.
+//! watched for file events when it can be, and its files read on every poll: the recent ones,
+//! and all of them once a minute or when the folder's entries change.
 
 use std::io::ErrorKind;
 use std::path::Path;
+use std::time::{Duration, Instant, SystemTime};
 
 use super::Daemon;
 use crate::ingest::{self, FileFailure, IngestError};
+use crate::ledger::discover::LedgerFile;
 use crate::ledger::watch as ledger_watch;
 use crate::sandbox;
 use crate::store::StoreError;
+
+/// How often `run` lists the whole stats folder when nothing says it changed. In between, a
+/// poll reads again only the files written in the last two days (`ingest::poll_recent`), and a
+/// folder whose entries changed (its mtime: a file added, removed or renamed) is listed at once.
+/// A day file older than that rewritten in place is read within this time.
+pub(super) const FULL_POLL_EVERY: Duration = Duration::from_secs(60);
+
+/// The last full listing: the folder's mtime before it, and its recent files.
+#[derive(Debug)]
+pub(super) struct Listed {
+    dir_mtime: Option<SystemTime>,
+    recent: Vec<LedgerFile>,
+    at: Instant,
+}
 
 /// What we last said about the stats folder, so that each change is logged once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,7 +51,23 @@ impl Daemon {
             return self.pause(error);
         }
         let stats_dir = self.settings.stats_dir.value.clone();
-        let mut poll = || ingest::poll_until(store, &stats_dir, &self.stopping);
+        // Before the listing: an entry added while it runs makes the next poll a full one.
+        let dir_mtime = std::fs::metadata(&stats_dir).and_then(|m| m.modified()).ok();
+        let quick = match &self.listed {
+            Some(listed)
+                if listed.at.elapsed() < FULL_POLL_EVERY
+                    && dir_mtime.is_some()
+                    && listed.dir_mtime == dir_mtime
+                    && store.cost_pass().is_empty() =>
+            {
+                Some(listed.recent.clone())
+            }
+            _ => None,
+        };
+        let mut poll = || match &quick {
+            Some(recent) => ingest::poll_recent(store, recent, &self.stopping),
+            None => ingest::poll_until(store, &stats_dir, &self.stopping),
+        };
         // `run`'s runtime has two workers, and a poll blocks one of them; a single-threaded runtime
         // (the paused-clock tests) has nothing else to run meanwhile.
         let result = match tokio::runtime::Handle::current().runtime_flavor() {
@@ -42,7 +75,17 @@ impl Daemon {
             _ => tokio::task::block_in_place(poll),
         };
         match result {
-            Ok(report) => {
+            Ok(mut report) => {
+                match quick {
+                    Some(_) => report.files = self.last_poll.files,
+                    None => {
+                        self.listed = Some(Listed {
+                            dir_mtime,
+                            recent: report.recent.clone(),
+                            at: Instant::now(),
+                        })
+                    }
+                }
                 self.note_dir(DirState::Present, &stats_dir, None);
                 if self.watcher.is_none() && self.settings.watch.value && !self.watch_broken {
                     self.start_watching(&stats_dir);

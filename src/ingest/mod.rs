@@ -61,7 +61,13 @@ pub struct PollReport {
     pub elapsed: std::time::Duration,
     /// When the poll ended: everything in the ledger before then is committed.
     pub finished: Option<std::time::SystemTime>,
+    /// The files written in the two days before the poll, which [`poll_recent`] reads again.
+    pub recent: Vec<LedgerFile>,
 }
+
+/// How far back a file's last write makes it one a quick poll reads (Reasonix appends to
+/// today's file, and yesterday's until a few seconds past midnight).
+const RECENT_NS: i64 = 2 * 24 * 3600 * 1_000_000_000;
 
 /// Reads everything new under `stats_dir` into `store`.
 pub fn poll(store: &mut Store, stats_dir: &Path) -> Result<PollReport, IngestError> {
@@ -72,6 +78,32 @@ pub fn poll(store: &mut Store, stats_dir: &Path) -> Result<PollReport, IngestErr
 /// during a backfill of millions of lines ends it within one chunk.
 pub fn poll_until(store: &mut Store, stats_dir: &Path, stop: &AtomicBool) -> Result<PollReport, IngestError> {
     poll_listed(store, list(stats_dir), stop)
+}
+
+/// [`poll_until`] over `recent` alone, each `stat`ed again: what `run` does between full polls
+/// (see `daemon/stats_dir.rs`), where listing tens of thousands of old day files every two seconds
+/// was most of an idle daemon's work. A file gone since is left to the next full poll.
+pub fn poll_recent(
+    store: &mut Store,
+    recent: &[LedgerFile],
+    stop: &AtomicBool,
+) -> Result<PollReport, IngestError> {
+    let started = Instant::now();
+    let files = recent
+        .iter()
+        .filter_map(|file| {
+            let meta = std::fs::metadata(&file.path).ok().filter(|m| m.is_file())?;
+            Some(LedgerFile {
+                stat: crate::ledger::checkpoint::FileStat::of(&meta),
+                ..file.clone()
+            })
+        })
+        .collect();
+    let listing = Listing {
+        files: Ok(files),
+        elapsed: started.elapsed(),
+    };
+    poll_listed(store, listing, stop)
 }
 
 /// The ledger's files, for [`poll_listed`]: a listing is a `stat` per file and needs no store,
@@ -132,7 +164,15 @@ pub fn poll_listed(
     store.commit(batch)?;
     report.counts = store.counts().since(&before);
     report.elapsed = started.elapsed();
-    report.finished = Some(std::time::SystemTime::now());
+    let finished = std::time::SystemTime::now();
+    report.finished = Some(finished);
+    let now_ns = finished
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64);
+    report.recent = files
+        .into_iter()
+        .filter(|file| file.stat.mtime_ns >= now_ns.saturating_sub(RECENT_NS))
+        .collect();
     Ok(report)
 }
 

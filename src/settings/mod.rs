@@ -472,9 +472,19 @@ mod tests {
     fn an_unset_variable_in_a_path_setting_is_an_error_not_a_root_path() {
         let env = env_of(&[("HOME", "/u"), ("REASONIX_EXPORTER_STATE_DIR", "$DATA/reasonix")]);
         let e = resolve(&Flags::new(), &env).unwrap_err().to_string();
-        assert!(e.contains("state dir") && e.contains("$DATA, which is unset"), "{e}");
-        let env = env_of(&[("HOME", "/u"), ("DATA", "/d"), ("REASONIX_EXPORTER_STATE_DIR", "$DATA/reasonix")]);
-        assert_eq!(resolve(&Flags::new(), &env).unwrap().state_dir.value, PathBuf::from("/d/reasonix"));
+        assert!(
+            e.contains("state dir") && e.contains("$DATA, which is unset"),
+            "{e}"
+        );
+        let env = env_of(&[
+            ("HOME", "/u"),
+            ("DATA", "/d"),
+            ("REASONIX_EXPORTER_STATE_DIR", "$DATA/reasonix"),
+        ]);
+        assert_eq!(
+            resolve(&Flags::new(), &env).unwrap().state_dir.value,
+            PathBuf::from("/d/reasonix")
+        );
     }
 
     #[test]
