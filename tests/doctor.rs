@@ -188,4 +188,11 @@ fn doctors_fix_says_what_failed_a_path_without_otlp_or_another_protocol() {
         said.contains("PROBLEM  OTLP") && said.contains("not interchangeable"),
         "{said}"
     );
+    // HTTP to a gRPC port.
+    let grpc = common::receiver::Receiver::grpc();
+    let said = doctor(&format!("{}/v1/metrics", grpc.endpoint), "http/protobuf");
+    assert!(
+        said.contains("PROBLEM  OTLP") && said.contains("that is a gRPC port"),
+        "{said}"
+    );
 }

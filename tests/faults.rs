@@ -220,6 +220,16 @@ fn a_state_dir_deleted_under_run_is_rebuilt_and_its_stream_goes_on() {
     let mut model = Model::default();
     let mut generator = Generator::new(32);
     ledger(&fx, &mut model, &mut generator, 300);
+    // Written long ago: a poll between full listings would not read them, a rebuild must.
+    let long_ago = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_600_000_000);
+    for file in common::files_below(&fx.stats) {
+        std::fs::File::options()
+            .append(true)
+            .open(&file)
+            .unwrap()
+            .set_modified(long_ago)
+            .unwrap();
+    }
     let mut daemon = exporting_every_second(&fx, &receiver, &model, &["--sandbox", "off"]);
     let exact = |model: &Model| receiver.backend_totals() == model.expected.totals();
 

@@ -265,7 +265,7 @@ fn resource_honours_otel_service_name_and_attributes() {
         .env("OTEL_SERVICE_NAME", "tokens-laptop")
         .env(
             "OTEL_RESOURCE_ATTRIBUTES",
-            "team=platform,deployment.environment=dev",
+            "team=platform,deployment.environment=dev,owner=pay%20ments",
         )
         .output()
         .unwrap();
@@ -277,6 +277,11 @@ fn resource_honours_otel_service_name_and_attributes() {
         Some("tokens-laptop")
     );
     assert_eq!(resource_attr(first, "team").as_deref(), Some("platform"));
+    assert_eq!(
+        resource_attr(first, "owner").as_deref(),
+        Some("pay ments"),
+        "percent-decoded"
+    );
     assert!(resource_attr(first, "host.name").is_some());
     // The store's identity: `user@host`, with the state dir's hash (the fixture's is not the
     // default one), nothing that changes from run to run.
@@ -292,6 +297,8 @@ fn resource_honours_otel_service_name_and_attributes() {
         .output()
         .unwrap();
     assert_success(&out);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("sets service.instance.id"), "said once: {said}");
     let last = receiver.data_requests().last().cloned().unwrap();
     assert_eq!(
         resource_attr(&last, "service.instance.id").as_deref(),

@@ -9,7 +9,7 @@ use prost::Message;
 use serde::Deserialize;
 
 use crate::export::health::ExportHealth;
-use crate::export::transport::{SendError, Transport};
+use crate::export::transport::{OtlpProtocol, SendError, Transport};
 use crate::ledger::decode::{Decoded, decode};
 use crate::ledger::discover::ledger_files;
 use crate::settings::Settings;
@@ -333,21 +333,27 @@ async fn check_collector(settings: &Settings, report: &mut Report) {
                 crate::export::resource::instance_of(&crate::export::resource::resource(&settings.instance))
             ),
         ),
-        Err(e) => report.problem("OTLP", format!("{what}: {e}"), fix_for(&e)),
+        Err(e) => report.problem("OTLP", format!("{what}: {e}"), fix_for(&e, target.protocol)),
     }
 }
 
 /// What to do about a failed empty export, by what failed.
-fn fix_for(error: &SendError) -> &'static str {
+fn fix_for(error: &SendError, protocol: OtlpProtocol) -> &'static str {
     let said = error.to_string();
     match error {
         _ if said.contains("certificate") || said.contains("TLS") => {
             "check TLS: the CA that signed the collector's certificate (--otlp-certificate), or the client identity it asks for (--otlp-client-certificate, --otlp-client-key)"
         }
-        SendError::Refused { .. } if said.contains("404") => {
+        SendError::NotSent(_) if said.contains("does not speak HTTP/1.1") => {
+            "that is a gRPC port: use --otlp-protocol grpc, or the collector's HTTP port (4318) with /v1/metrics"
+        }
+        SendError::Refused { .. } if said.contains("404") && protocol == OtlpProtocol::HttpProtobuf => {
             "something answers there, with no OTLP receiver at that path: an HTTP endpoint ends in /v1/metrics (port 4318 by default); check --otlp-endpoint"
         }
         SendError::Refused { .. } => "the collector refused an empty export: its log says why",
+        SendError::Unknown(_) if said.contains("timed out") || said.contains("DeadlineExceeded") => {
+            "the collector did not answer in time: check that it is up and not overloaded, or raise OTEL_EXPORTER_OTLP_TIMEOUT"
+        }
         SendError::Unknown(_) => {
             "something answers there, not in this protocol: OTLP over HTTP (port 4318) and gRPC (port 4317) are not interchangeable; check --otlp-protocol and the port"
         }

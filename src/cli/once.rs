@@ -77,19 +77,17 @@ pub async fn once(settings: &Settings) -> anyhow::Result<()> {
     if let Some(warning) = report.accepted.warning() {
         tracing::warn!("{warning}");
     }
-    if report.requests == 0 {
-        // Delta with no new lines: nothing to send, and the collector was not asked anything.
-        tracing::info!(
-            "nothing new to export ({} was not contacted)",
-            otlp.target.shown_endpoint()
-        );
-    } else {
-        tracing::info!(
-            "exported {} data points to {}",
-            report.data_points,
-            otlp.target.shown_endpoint()
-        );
-    }
+    say_exported(&report, &otlp.target.shown_endpoint());
     store.close_without_fsync()?;
     Ok(())
+}
+
+/// What the export did, in one line.
+fn say_exported(report: &crate::export::otlp::ExportReport, endpoint: &str) {
+    if report.requests == 0 {
+        // Delta with no new lines: nothing to send, and the collector was not asked anything.
+        tracing::info!("nothing new to export ({endpoint} was not contacted)");
+    } else {
+        tracing::info!("exported {} data points to {endpoint}", report.data_points);
+    }
 }

@@ -25,6 +25,28 @@ pub(super) struct Listed {
     dir_mtime: Option<SystemTime>,
     recent: Vec<LedgerFile>,
     at: Instant,
+    /// Some file could not be read: until every one can, every poll is a full one (a quick one
+    /// would not try it, and say all is well).
+    failed: bool,
+}
+
+impl Listed {
+    fn now(dir_mtime: Option<SystemTime>, report: &ingest::PollReport) -> Listed {
+        Listed {
+            dir_mtime,
+            recent: report.recent.clone(),
+            at: Instant::now(),
+            failed: report.files_failed > 0,
+        }
+    }
+
+    /// The files a quick poll reads, if the listing still holds: less than a minute old, the
+    /// folder's entries unchanged, every file readable, and no cost pass (which reads every file)
+    /// under way.
+    fn still(&self, dir_mtime: Option<SystemTime>, no_cost_pass: bool) -> Option<Vec<LedgerFile>> {
+        let holds = self.at.elapsed() < FULL_POLL_EVERY && dir_mtime.is_some() && self.dir_mtime == dir_mtime;
+        (holds && no_cost_pass && !self.failed).then(|| self.recent.clone())
+    }
 }
 
 /// What we last said about the stats folder, so that each change is logged once.
@@ -53,17 +75,10 @@ impl Daemon {
         let stats_dir = self.settings.stats_dir.value.clone();
         // Before the listing: an entry added while it runs makes the next poll a full one.
         let dir_mtime = std::fs::metadata(&stats_dir).and_then(|m| m.modified()).ok();
-        let quick = match &self.listed {
-            Some(listed)
-                if listed.at.elapsed() < FULL_POLL_EVERY
-                    && dir_mtime.is_some()
-                    && listed.dir_mtime == dir_mtime
-                    && store.cost_pass().is_empty() =>
-            {
-                Some(listed.recent.clone())
-            }
-            _ => None,
-        };
+        let quick = self
+            .listed
+            .as_ref()
+            .and_then(|listed| listed.still(dir_mtime, store.cost_pass().is_empty()));
         let mut poll = || match &quick {
             Some(recent) => ingest::poll_recent(store, recent, &self.stopping),
             None => ingest::poll_until(store, &stats_dir, &self.stopping),
@@ -78,13 +93,7 @@ impl Daemon {
             Ok(mut report) => {
                 match quick {
                     Some(_) => report.files = self.last_poll.files,
-                    None => {
-                        self.listed = Some(Listed {
-                            dir_mtime,
-                            recent: report.recent.clone(),
-                            at: Instant::now(),
-                        })
-                    }
+                    None => self.listed = Some(Listed::now(dir_mtime, &report)),
                 }
                 self.note_dir(DirState::Present, &stats_dir, None);
                 if self.watcher.is_none() && self.settings.watch.value && !self.watch_broken {

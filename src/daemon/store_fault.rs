@@ -50,6 +50,8 @@ impl StoreFault {
         let mut store = Store::open(state_dir, false)?;
         if store.stream() != &self.stream {
             store.record_stream(self.stream.clone())?;
+            // A store made anew continues the stream: the fold keeps the sets it sent.
+            store.refresh_fold_known();
         }
         if store.delivered().is_empty() && !self.delivered.is_empty() {
             store.confirm_delivered(&self.delivered)?;
@@ -103,6 +105,8 @@ impl Daemon {
         match fault.reopen(&self.settings.state_dir.value) {
             Ok(store) => {
                 tracing::info!("counting resumed after {:.0?}", fault.since.elapsed());
+                // The store may be one made anew: its first poll reads every file.
+                self.listed = None;
                 self.store = Some(store);
                 self.fault = None;
                 Ok(true)

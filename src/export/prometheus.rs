@@ -141,10 +141,14 @@ fn wants_openmetrics(accept: &str) -> bool {
     for range in accept.split(',') {
         let mut parts = range.split(';');
         let media = parts.next().unwrap_or_default().trim().to_ascii_lowercase();
+        // `q` is case-insensitive, between 0 and 1; one that cannot be read leaves the range out.
         let q = parts
-            .filter_map(|p| p.trim().strip_prefix("q="))
-            .find_map(|q| q.trim().parse::<f64>().ok())
-            .unwrap_or(1.0);
+            .filter_map(|p| p.trim().split_once('='))
+            .find(|(name, _)| name.trim().eq_ignore_ascii_case("q"))
+            .map_or(Some(1.0), |(_, q)| {
+                q.trim().parse::<f64>().ok().filter(|q| (0.0..=1.0).contains(q))
+            });
+        let Some(q) = q else { continue };
         match media.as_str() {
             "application/openmetrics-text" => openmetrics = openmetrics.max(q),
             "text/plain" | "text/*" | "*/*" => text = text.max(q),
@@ -297,6 +301,8 @@ mod tests {
             "application/openmetrics-text;q=0",
             "application/openmetrics-text; version=1.0.0; q=0.0, text/plain",
             "text/plain;version=0.0.4;q=0.9,application/openmetrics-text;q=0.5",
+            "application/openmetrics-text;Q=0",
+            "application/openmetrics-text;q=often",
         ] {
             assert!(!wants_openmetrics(text), "{text}");
         }

@@ -1,6 +1,6 @@
 //! The OTel resource (README, "Metrics"): `service.name=reasonix-exporter`, `service.version`,
 //! `host.name`, the store's identity as `service.instance.id`, then `OTEL_RESOURCE_ATTRIBUTES`
-//! and `OTEL_SERVICE_NAME` on top (parsed by the SDK's own detector), as the OTLP message
+//! (percent-decoded) and `OTEL_SERVICE_NAME` on top, as the OTLP message
 //! carries it. Nothing in it changes from one run to the next: a backend that makes series of
 //! resource attributes (Prometheus' `job` and `instance`) keeps one series per store.
 
@@ -8,14 +8,19 @@ use opentelemetry::KeyValue;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue as ProtoKeyValue};
 use opentelemetry_proto::tonic::resource::v1::Resource as ProtoResource;
 use opentelemetry_sdk::Resource;
-use opentelemetry_sdk::resource::{EnvResourceDetector, ResourceDetector, TelemetryResourceDetector};
+use opentelemetry_sdk::resource::{ResourceDetector, TelemetryResourceDetector};
+
+use super::transport::parse_pairs;
 
 pub fn resource(instance: &str) -> ProtoResource {
     let host = gethostname::gethostname().to_string_lossy().into_owned();
-    let detectors: [Box<dyn ResourceDetector>; 2] = [
-        Box::new(TelemetryResourceDetector),
-        Box::new(EnvResourceDetector::new()),
-    ];
+    let detectors: [Box<dyn ResourceDetector>; 1] = [Box::new(TelemetryResourceDetector)];
+    // `OTEL_RESOURCE_ATTRIBUTES`, percent-decoded as the specification says (the SDK's detector
+    // keeps `%20` as it is); settings checked it (`settings/otlp.rs`), so no entry is dropped.
+    let from_env = std::env::var("OTEL_RESOURCE_ATTRIBUTES")
+        .ok()
+        .and_then(|text| parse_pairs(&text).ok())
+        .unwrap_or_default();
     let builder = Resource::builder_empty()
         .with_attributes([
             KeyValue::new("service.name", "reasonix-exporter"),
@@ -23,7 +28,8 @@ pub fn resource(instance: &str) -> ProtoResource {
             KeyValue::new("host.name", host),
             KeyValue::new("service.instance.id", instance.to_string()),
         ])
-        .with_detectors(&detectors);
+        .with_detectors(&detectors)
+        .with_attributes(from_env.into_iter().map(|(key, value)| KeyValue::new(key, value)));
     let resource = match std::env::var("OTEL_SERVICE_NAME") {
         Ok(name) if !name.trim().is_empty() => builder.with_service_name(name).build(),
         _ => builder.build(),

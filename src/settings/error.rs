@@ -24,7 +24,9 @@ pub enum SettingsError {
         "${var} is not valid UTF-8, and the exporter reads it as text: set it again in UTF-8, or unset it"
     )]
     NotUtf8 { var: &'static str },
-    #[error("{what} setting from {origin} names ${var}, which is unset: set it, or write the path out")]
+    #[error(
+        "{what} setting from {origin} names ${var}, which is unset or blank: set it, or write the path out"
+    )]
     UnsetInPath {
         what: &'static str,
         origin: Origin,

@@ -473,7 +473,7 @@ mod tests {
         let env = env_of(&[("HOME", "/u"), ("REASONIX_EXPORTER_STATE_DIR", "$DATA/reasonix")]);
         let e = resolve(&Flags::new(), &env).unwrap_err().to_string();
         assert!(
-            e.contains("state dir") && e.contains("$DATA, which is unset"),
+            e.contains("state dir") && e.contains("$DATA, which is unset or blank"),
             "{e}"
         );
         let env = env_of(&[

@@ -52,8 +52,8 @@ pub(super) fn resolve(sources: &Sources<'_>) -> Result<OtlpSettings, SettingsErr
             error,
         })?,
     };
-    // Read by the SDK's detector when the resource is built (`export/resource.rs`), which drops
-    // a bad entry or keeps it half-decoded without a word: checked here, so it is an error.
+    // Read when the resource is built (`export/resource.rs`): a bad entry is an error here,
+    // never dropped or kept half-decoded there.
     if let Some(attributes) = (sources.env)(RESOURCE.vars[0]) {
         parse_pairs(&attributes.to_string_lossy()).map_err(|error| SettingsError::Headers {
             from: RESOURCE.vars[0].to_string(),

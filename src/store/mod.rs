@@ -85,9 +85,9 @@ impl StoreError {
     /// The disk said no at `path` (full, gone, out of descriptors, not allowed), or a folder is
     /// where the exporter keeps a file.
     pub fn io(path: &Path, error: std::io::Error) -> StoreError {
-        if error.kind() == std::io::ErrorKind::IsADirectory {
-            let said = error.get_ref().is_some().then(|| error.to_string());
-            return StoreError::InTheWay(said.unwrap_or_else(|| crate::files::in_the_way(path).to_string()));
+        // Only where the exporter said so (`files::in_the_way`): sled's own paths are the store's.
+        if error.kind() == std::io::ErrorKind::IsADirectory && error.get_ref().is_some() {
+            return StoreError::InTheWay(error.to_string());
         }
         StoreError::Io {
             path: path.to_path_buf(),
@@ -230,7 +230,7 @@ impl Store {
         // A store without a stream record (new, or whose record was deleted) starts its stream
         // at its own creation: what `/metrics` gives as `_created`.
         store.stream = stream.unwrap_or_else(|| StreamRecord::starting(store.created_ns()));
-        store.fold_known = store.published_but_not_counted();
+        store.refresh_fold_known();
         Ok(store)
     }
 
@@ -240,6 +240,12 @@ impl Store {
     /// keep other sets than the 1,000 its backend has, and fold some the backend holds.
     pub fn fold_known(&self) -> &BTreeMap<AttrSet, Totals> {
         self.fold_known.as_ref().unwrap_or(&self.lifetime.tokens)
+    }
+
+    /// Takes the stream record's attribute sets into the fold (see [`Store::fold_known`]): at
+    /// open, and when a store made anew takes on the stream of the one before.
+    pub fn refresh_fold_known(&mut self) {
+        self.fold_known = self.published_but_not_counted();
     }
 
     /// The lifetime's attribute sets and those of the stream record, when the record has some

@@ -82,6 +82,8 @@ impl Store {
             batch.get(at).1.merge_into(&mut hashes);
         }
         hashes.sort_unstable();
+        // The partitions are disjoint; one hash twice would make a partition unreadable.
+        hashes.dedup();
         let depth = deeper(hashes.len(), depth);
         for (bucket, bytes) in split(&hashes, depth) {
             write.insert(PartitionKey { day, depth, bucket }.key(set), bytes);

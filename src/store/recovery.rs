@@ -11,9 +11,6 @@ use std::path::Path;
 use std::time::SystemTime;
 
 use super::cost_pass::BEFORE_COST;
-
-/// The format of stores before the seen set's days were split deeper than four partitions.
-const BEFORE_SPLIT: u32 = 4;
 use super::counts::IngestCounts;
 use super::engine::{
     self, KEY_COUNTS, KEY_CREATED, KEY_EXPORTS, KEY_PENDING, KEY_VERSION, PREFIX_CHECKPOINT, family_prefix,
@@ -24,6 +21,9 @@ use super::{FORMAT_VERSION, PendingExport, Store, StoreError};
 use crate::files::Durability;
 use crate::ledger::checkpoint::Checkpoint;
 use crate::series::Family;
+
+/// The format of stores before the seen set's days were split deeper than four partitions.
+const BEFORE_SPLIT: u32 = 4;
 
 impl Store {
     /// Loads the store's state; a new store is initialised. `existed` says whether the store's

@@ -117,14 +117,17 @@ impl Http {
     }
 }
 
-/// Whether `error` is an answer that is not HTTP/1 at all (hyper could not parse it).
+/// Whether `error` is an answer that is not HTTP/1 at all: bytes that came before the request
+/// was asked (an HTTP/2 server speaks first, with its settings), or whose first bytes are no
+/// HTTP version. Any other answer that cannot be parsed may come after the collector took the
+/// export, and stays an outcome unknown.
 fn not_http1(error: &(dyn std::error::Error + 'static)) -> bool {
     let mut cause = Some(error);
     while let Some(e) = cause {
-        if e.downcast_ref::<hyper::Error>()
-            .is_some_and(hyper::Error::is_parse)
-        {
-            return true;
+        if let Some(hyper) = e.downcast_ref::<hyper::Error>() {
+            let said = hyper.to_string();
+            return (hyper.is_parse() && said.starts_with("invalid HTTP version"))
+                || said.starts_with("received unexpected message from connection");
         }
         cause = e.source();
     }
