@@ -11,19 +11,51 @@ use reasonix_exporter::ledger::tail::split_lines;
 use serde::de::IgnoredAny;
 
 /// The line decoder on any bytes: no panic, the same answer twice, and nothing accepted that
-/// is not a JSON object (checked against serde_json's own parser, invalid UTF-8 replaced, values
-/// only skipped: like Go's decoder, a field nobody reads may hold `1e999999`).
+/// is not a JSON object (checked against serde_json's own parser, invalid UTF-8 replaced and
+/// every surrogate escape made `\ufffd`, as Go reads a lone one; values only skipped: like Go's
+/// decoder, a field nobody reads may hold `1e999999`).
 pub fn decode_line(data: &[u8]) {
     let first = format!("{:?}", decode(data));
     assert_eq!(first, format!("{:?}", decode(data)), "decode is deterministic");
     if let Decoded::Row(_) = decode(data) {
-        let text = String::from_utf8_lossy(data);
+        let text = without_surrogates(&String::from_utf8_lossy(data));
         let parsed = serde_json::from_str::<BTreeMap<String, IgnoredAny>>(&text);
         assert!(
             parsed.is_ok(),
             "accepted a line that is not a JSON object: {text:?}"
         );
     }
+}
+
+/// `text` with every `\uD800`–`\uDFFF` escape made `\ufffd`, paired or not: whether the text is
+/// a JSON object does not depend on them.
+fn without_surrogates(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        out.push(c);
+        if c != '\\' {
+            continue;
+        }
+        let Some(next) = chars.next() else { break };
+        if next != 'u' {
+            out.push(next);
+            continue;
+        }
+        let hex: String = chars.clone().take(4).collect();
+        let surrogate = hex.len() == 4
+            && hex.chars().all(|h| h.is_ascii_hexdigit())
+            && (0xD800..0xE000).contains(&u32::from_str_radix(&hex, 16).unwrap_or(0));
+        if surrogate {
+            out.push_str("ufffd");
+            for _ in 0..4 {
+                chars.next();
+            }
+        } else {
+            out.push('u');
+        }
+    }
+    out
 }
 
 /// The tailer's line splitting: however the bytes are cut into chunks (the first input byte
