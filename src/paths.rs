@@ -89,7 +89,7 @@ fn storage_state(config: &std::path::Path, env: Env<'_>) -> Option<PathBuf> {
 pub fn home_dir(env: Env<'_>) -> Option<PathBuf> {
     let var = if cfg!(windows) { "USERPROFILE" } else { "HOME" };
     env(var)
-        .filter(|h| !h.as_encoded_bytes().trim_ascii().is_empty())
+        .filter(|h| !trim_space(h.as_encoded_bytes()).is_empty())
         .map(PathBuf::from)
         .or_else(std::env::home_dir)
 }
@@ -112,7 +112,7 @@ pub fn clean_setting_path(value: &OsStr, env: Env<'_>) -> Result<Option<PathBuf>
 
 /// The cleaned path, and the first variable it names that is unset.
 fn cleaned(value: &OsStr, env: Env<'_>) -> (Option<PathBuf>, Option<String>) {
-    let trimmed = value.as_encoded_bytes().trim_ascii();
+    let trimmed = trim_space(value.as_encoded_bytes());
     if trimmed.is_empty() {
         return (None, None);
     }
@@ -183,6 +183,15 @@ fn expand_vars(text: &[u8], env: Env<'_>) -> (Vec<u8>, Option<String>) {
     (out, unset)
 }
 
+/// `bytes` without the white space around it, Unicode's as Go's `strings.TrimSpace` takes it
+/// (U+00A0 included) where the bytes are UTF-8, ASCII's where they are not.
+pub fn trim_space(bytes: &[u8]) -> &[u8] {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => text.trim().as_bytes(),
+        Err(_) => bytes.trim_ascii(),
+    }
+}
+
 /// The OS string of `bytes`: pieces of OS strings cut at ASCII characters, and whole ones.
 pub fn os_string_of(bytes: Vec<u8>) -> OsString {
     #[cfg(unix)]
@@ -230,6 +239,12 @@ mod tests {
             reasonix_stats_dir(&env).unwrap().0,
             PathBuf::from("/u/.reasonix/stats")
         );
+    }
+
+    #[test]
+    fn white_space_around_a_path_is_trimmed_as_go_trims_it() {
+        let env = env_of(&[("REASONIX_HOME", "\u{a0}\t/rx\u{3000} ")]);
+        assert_eq!(reasonix_stats_dir(&env).unwrap().0, PathBuf::from("/rx/stats"));
     }
 
     #[test]

@@ -69,7 +69,7 @@ pub type Flags = BTreeMap<&'static str, String>;
 
 /// Looks a variable up in the process environment, as its bytes; blank counts as unset.
 pub fn process_env(name: &str) -> Option<OsString> {
-    std::env::var_os(name).filter(|v| !v.as_encoded_bytes().trim_ascii().is_empty())
+    std::env::var_os(name).filter(|v| !crate::paths::trim_space(v.as_encoded_bytes()).is_empty())
 }
 
 /// The settings whose values are paths: taken as bytes, as given. Every other setting is text,

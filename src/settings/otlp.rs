@@ -154,7 +154,7 @@ fn tls_files(sources: &Sources<'_>, endpoint: &str) -> Result<TlsFiles, Settings
         let path = match origin {
             Origin::ConfigFile => setting_path(&raw, sources.env, def.key, &origin)?,
             _ => Some(PathBuf::from(os_string_of(
-                raw.as_encoded_bytes().trim_ascii().to_vec(),
+                crate::paths::trim_space(raw.as_encoded_bytes()).to_vec(),
             ))),
         };
         Ok(path.map(|path| (path, source_name(def, &origin))))
