@@ -142,11 +142,9 @@ pub fn checkpoint_key(name: &OsString) -> Vec<u8> {
     [PREFIX_CHECKPOINT, name.as_encoded_bytes()].concat()
 }
 
+/// A file name as stored (its OS bytes).
 pub fn os_string_from_bytes(bytes: &[u8]) -> OsString {
-    #[cfg(unix)]
-    return std::os::unix::ffi::OsStringExt::from_vec(bytes.to_vec());
-    #[cfg(not(unix))]
-    return OsString::from(String::from_utf8_lossy(bytes).into_owned());
+    crate::paths::os_string_of(bytes.to_vec())
 }
 
 /// sled's I/O errors are the disk's (full, gone, out of descriptors): a store error that pauses
