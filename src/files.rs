@@ -96,6 +96,33 @@ pub fn read_own(path: &Path, max_bytes: u64) -> std::io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// Reads a file the user named (a config file, a budgets file) whole: followed if it is a
+/// symlink, as the user meant it, but only if it is a regular file of at most `max_bytes` (a FIFO
+/// or a device named by mistake is an error, never a hang).
+pub fn read_named(path: &Path, max_bytes: u64) -> std::io::Result<Vec<u8>> {
+    let mut options = File::options();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // A FIFO would block the open until a writer comes; `regular` then refuses it.
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = regular(options.open(path)?)?;
+    let mut bytes = Vec::new();
+    file.take(max_bytes + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            match max_bytes >> 20 {
+                0 => format!("larger than {} KiB", max_bytes >> 10),
+                mib => format!("larger than {mib} MiB"),
+            },
+        ));
+    }
+    Ok(bytes)
+}
+
 fn options_without_symlinks(options: &mut std::fs::OpenOptions) -> &mut std::fs::OpenOptions {
     #[cfg(unix)]
     {

@@ -13,6 +13,7 @@ pub mod files;
 pub mod ingest;
 pub mod ledger;
 pub mod paths;
+pub mod rules;
 pub mod sandbox;
 pub mod series;
 pub mod settings;

@@ -8,6 +8,7 @@ use tracing_subscriber::EnvFilter;
 use reasonix_exporter::cli::args::{Cli, Command, LogFormat, Options};
 use reasonix_exporter::cli::{self, doctor, generate, once, status};
 use reasonix_exporter::daemon;
+use reasonix_exporter::rules;
 use reasonix_exporter::sandbox;
 use reasonix_exporter::settings::{Settings, process_env};
 
@@ -30,7 +31,10 @@ fn fail(err: &anyhow::Error) -> ExitCode {
 }
 
 fn try_main(cli: Cli) -> anyhow::Result<()> {
-    if !matches!(cli.command, Some(Command::Completions { .. } | Command::Man)) {
+    if !matches!(
+        cli.command,
+        Some(Command::Completions { .. } | Command::Man | Command::Rules { .. })
+    ) {
         clock_after_1970()?;
     }
     let settings = || Settings::resolve(&cli.options.flags, cli.options.reset_state, &process_env);
@@ -52,6 +56,8 @@ fn try_main(cli: Cli) -> anyhow::Result<()> {
             generate::man_page(&mut page)?;
             Ok(cli::print(&page)?)
         }
+        // Made from the budgets file alone: no settings, no store, no network.
+        Command::Rules { budgets } => Ok(cli::print(&rules::rules(&budgets)?)?),
     }
 }
 

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::collector::Collector;
+use common::collector::{Collector, MACHINE_OVERRIDES};
 use common::dashboard::{Spend, check_panels, sums_of};
 use common::generator::Generator;
 use common::model::{Model, QUANTITIES, Series};
@@ -25,9 +25,6 @@ use serde_json::Value;
 
 /// How long a value may take to travel exporter → collector → Prometheus.
 const PATIENCE: Duration = Duration::from_secs(30);
-
-/// The overrides of the shipped collector files: this test's ports, and a 1 s batch.
-const MACHINE_OVERRIDES: &str = "receivers:\n  otlp:\n    protocols:\n      grpc:\n        endpoint: 127.0.0.1:{grpc}\n      http:\n        endpoint: 127.0.0.1:{http}\nprocessors:\n  batch:\n    timeout: 1s\n";
 
 /// Prometheus 2.42 from Debian (`.ci/run` installs it), accepting remote write.
 fn prometheus2(test: &str, dir: &Path, config: &str) -> Option<(Prometheus, Restart)> {

@@ -211,7 +211,10 @@ fn compose_and_dockerfile_refer_to_files_that_exist() {
     let compose = read("compose/docker-compose.yml");
     let docs = YamlLoader::load_from_str(&compose).expect("docker-compose.yml is YAML");
     let services = &docs[0]["services"];
-    assert_eq!(keys(services), ["collector", "prometheus", "grafana", "exporter"]);
+    assert_eq!(
+        keys(services),
+        ["collector", "prometheus", "alertmanager", "grafana", "exporter"]
+    );
     for service in keys(services) {
         for volume in names(&services[service.as_str()]["volumes"]) {
             let source = volume.split(':').next().unwrap();
@@ -490,7 +493,9 @@ fn dashboard_queries_follow_the_counter_rules() {
             let apart = q.expr.contains("billing_mode=\"") || q.expr.contains(", billing_mode)");
             assert!(apart, "{}: billing modes added: {}", q.panel, q.expr);
         }
-        if q.expr.contains("reasonix_") && !q.expr.contains("reasonix_exporter_") {
+        // A budget has its own scope: the variables do not filter it.
+        let budgets = q.expr.contains("reasonix_budget:");
+        if q.expr.contains("reasonix_") && !q.expr.contains("reasonix_exporter_") && !budgets {
             for var in ["$instance", "$provider", "$model_ref", "$source"] {
                 assert!(q.expr.contains(var), "{}: ignores {var}: {}", q.panel, q.expr);
             }
@@ -625,4 +630,148 @@ fn completions_and_man_page_come_from_the_binary() {
     assert!(out.status.success());
     let page = String::from_utf8(out.stdout).unwrap();
     assert!(page.contains(".TH reasonix-exporter 1"), "a roff man page");
+}
+
+/// The budget rules beside each budgets file, and the file they are made from.
+const BUDGET_RULES: [(&str, &str); 2] = [
+    (
+        "prometheus/rules/budgets.toml",
+        "prometheus/rules/reasonix-budgets.rules.yml",
+    ),
+    (
+        "prometheus/rules/tests/budgets.toml",
+        "prometheus/rules/tests/budgets.rules.yml",
+    ),
+];
+
+/// The rule files Prometheus loads, and the unit tests of their alerts.
+const RULE_FILES: [&str; 3] = [
+    "prometheus/rules/reasonix-budgets.rules.yml",
+    "prometheus/rules/reasonix-fleet.rules.yml",
+    "prometheus/rules/tests/budgets.rules.yml",
+];
+const RULE_TESTS: [&str; 2] = [
+    "prometheus/rules/tests/budgets.test.yml",
+    "prometheus/rules/tests/fleet.test.yml",
+];
+
+#[test]
+fn budget_rules_are_what_the_rules_command_makes_of_their_budgets() {
+    for (budgets, rules) in BUDGET_RULES {
+        let out = Command::new(BIN)
+            .arg("rules")
+            .arg(deploy(budgets))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            String::from_utf8(out.stdout).unwrap() == read(rules),
+            "deploy/{rules} is not what the command makes: reasonix-exporter rules deploy/{budgets} > deploy/{rules}"
+        );
+    }
+}
+
+/// Every `alertname` of the unit tests with whether a case expects it firing (`true`) or not.
+fn alert_cases() -> BTreeSet<(String, bool)> {
+    let mut cases = BTreeSet::new();
+    for file in RULE_TESTS {
+        let doc = &YamlLoader::load_from_str(&read(file)).unwrap()[0];
+        for test in doc["tests"].as_vec().unwrap() {
+            for case in test["alert_rule_test"].as_vec().into_iter().flatten() {
+                let name = case["alertname"].as_str().unwrap().to_string();
+                let fires = case["exp_alerts"].as_vec().is_some_and(|a| !a.is_empty());
+                cases.insert((name, fires));
+            }
+        }
+    }
+    cases
+}
+
+#[test]
+fn every_alert_has_a_case_that_fires_it_and_one_that_must_not() {
+    let cases = alert_cases();
+    let mut alerts = BTreeSet::new();
+    for file in RULE_FILES {
+        let doc = &YamlLoader::load_from_str(&read(file)).unwrap()[0];
+        for group in doc["groups"].as_vec().unwrap() {
+            for rule in group["rules"].as_vec().unwrap() {
+                let Some(name) = rule["alert"].as_str() else {
+                    continue;
+                };
+                alerts.insert(name.to_string());
+                for key in ["summary", "runbook_url"] {
+                    assert!(rule["annotations"][key].as_str().is_some(), "{name}: no {key}");
+                }
+                assert!(
+                    rule["labels"]["severity"].as_str().is_some(),
+                    "{name}: no severity"
+                );
+                assert!(rule["for"].as_str().is_some(), "{name}: no for:");
+                let anchor = rule["annotations"]["runbook_url"].as_str().unwrap();
+                let anchor = anchor.rsplit_once('#').unwrap().1;
+                assert_eq!(anchor, name.to_lowercase());
+                assert!(
+                    read("README.md").contains(&format!("#### {name}\n")),
+                    "{name}: no runbook section in deploy/README.md"
+                );
+            }
+        }
+    }
+    assert_eq!(alerts.len(), 9, "{alerts:?}");
+    for name in &alerts {
+        for fires in [true, false] {
+            assert!(
+                cases.contains(&(name.clone(), fires)),
+                "{name}: no unit test in which it {}",
+                if fires { "fires" } else { "must not fire" }
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs promtool (.ci/run); run with --include-ignored"]
+fn rule_files_pass_promtool_and_their_unit_tests() {
+    if !installed("promtool") {
+        return;
+    }
+    let run = |args: &[&str], file: &str| {
+        let out = Command::new("promtool")
+            .args(args)
+            .arg(deploy(file))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "promtool {} deploy/{file}:\n{}{}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    for file in RULE_FILES {
+        run(&["check", "rules"], file);
+    }
+    for file in RULE_TESTS {
+        run(&["test", "rules"], file);
+    }
+}
+
+#[test]
+#[ignore = "needs amtool (.ci/run installs prometheus-alertmanager); run with --include-ignored"]
+fn alertmanager_example_passes_amtool() {
+    if !installed("amtool") {
+        return;
+    }
+    let out = Command::new("amtool")
+        .args(["check-config"])
+        .arg(deploy("alertmanager/alertmanager.yml"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "amtool rejects deploy/alertmanager/alertmanager.yml:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

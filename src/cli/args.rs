@@ -48,6 +48,12 @@ pub enum Command {
     },
     /// Print the man page (roff), e.g. `reasonix-exporter man > reasonix-exporter.1`.
     Man,
+    /// Print the Prometheus rules for a budgets file: today's and this month's spend and each
+    /// budget's alerts (deploy/README.md, "Budgets and alerts").
+    Rules {
+        #[arg(value_name = "BUDGETS_FILE")]
+        budgets: std::path::PathBuf,
+    },
 }
 
 /// Options shared by every command, made from the settings catalog

@@ -46,32 +46,14 @@ pub fn load(flag: Option<&str>, env: Env<'_>) -> Result<(FileConfig, Option<Path
 
 /// Reads a config file without blocking on a FIFO or reading a device forever.
 fn read_config_file(path: &Path) -> Result<String, SettingsError> {
-    use std::io::Read;
     let problem = |problem: String| SettingsError::ConfigFile {
         path: path.to_path_buf(),
         problem,
     };
-    let unreadable = |e: std::io::Error| problem(format!("cannot be read ({e})"));
-    let mut options = std::fs::File::options();
-    options.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        // A FIFO would block the open until a writer comes; its type is refused below.
-        options.custom_flags(libc::O_NONBLOCK);
-    }
-    let file = options.open(path).map_err(unreadable)?;
-    let meta = file.metadata().map_err(unreadable)?;
-    if !meta.is_file() {
-        return Err(problem("not a regular file".into()));
-    }
-    let mut bytes = Vec::new();
-    file.take(MAX_CONFIG_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(unreadable)?;
-    if bytes.len() as u64 > MAX_CONFIG_BYTES {
-        return Err(problem("larger than 1 MiB".into()));
-    }
+    let bytes = crate::files::read_named(path, MAX_CONFIG_BYTES).map_err(|e| match e.kind() {
+        std::io::ErrorKind::InvalidInput | std::io::ErrorKind::InvalidData => problem(e.to_string()),
+        _ => problem(format!("cannot be read ({e})")),
+    })?;
     String::from_utf8(bytes).map_err(|_| problem("not UTF-8 text".into()))
 }
 

@@ -10,6 +10,9 @@ use std::time::Duration;
 
 use super::{free_port, http_get, send_signal, wait_until};
 
+/// The overrides of the shipped collector files: the test's ports, and a 1 s batch.
+pub const MACHINE_OVERRIDES: &str = "receivers:\n  otlp:\n    protocols:\n      grpc:\n        endpoint: 127.0.0.1:{grpc}\n      http:\n        endpoint: 127.0.0.1:{http}\nprocessors:\n  batch:\n    timeout: 1s\n";
+
 pub struct Collector {
     binary: PathBuf,
     args: Vec<String>,

@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+pub mod alertmanager;
 pub mod before_cost;
 pub mod collector;
 pub mod dashboard;
