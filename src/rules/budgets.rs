@@ -116,8 +116,11 @@ pub fn parse(text: &str) -> Result<Budgets, String> {
     let interval = duration(file.interval.as_deref().unwrap_or(INTERVAL), "interval")?;
     let pending = duration(file.pending.as_deref().unwrap_or(PENDING), "for")?;
     let runbook = file.runbook.unwrap_or_else(|| RUNBOOK.into());
-    if runbook.chars().any(char::is_control) || runbook.contains('#') {
-        return Err("runbook: a URL without control characters or a `#…` part".into());
+    if runbook
+        .chars()
+        .any(|c| c.is_control() || matches!(c, '#' | '{' | '}'))
+    {
+        return Err("runbook: a URL without control characters, braces or a `#…` part".into());
     }
     let mut budgets = Vec::new();
     for (i, entry) in file.budget.into_iter().enumerate() {
