@@ -25,7 +25,7 @@ use serde_json::Value;
 const PATIENCE: Duration = Duration::from_secs(40);
 
 /// The most the steps before midnight may take: midnight is put at least this far ahead.
-const BEFORE_MIDNIGHT: u64 = 40;
+const BEFORE_MIDNIGHT: u64 = 50;
 
 /// A ledger line of `amount` CNY, pay-as-you-go, priced by Reasonix; `n` makes it unique.
 fn priced_line(n: u32, amount: &str) -> String {
