@@ -1,5 +1,5 @@
 //! The budgets file: a team lead's budgets, one short entry each, read and checked. What the
-//! rules made of it say is in `render.rs`.
+//! rules made of it say is in `periods.rs` and `alerts.rs`.
 //!
 //! ```toml
 //! time_zone = "Asia/Shanghai"
@@ -114,6 +114,11 @@ pub fn parse(text: &str) -> Result<Budgets, String> {
     let zone = Zone::parse(file.time_zone.as_deref().unwrap_or("UTC"))?;
     let warn_at = fractions(file.warn_at.as_deref().unwrap_or(&WARN_AT), "warn_at")?;
     let interval = duration(file.interval.as_deref().unwrap_or(INTERVAL), "interval")?;
+    if seconds(&interval) > 120 {
+        return Err(format!(
+            "interval = `{interval}`: at most \"2m\" (the rules carry each value a few evaluations)"
+        ));
+    }
     let pending = duration(file.pending.as_deref().unwrap_or(PENDING), "for")?;
     let runbook = file.runbook.unwrap_or_else(|| RUNBOOK.into());
     if runbook
@@ -198,7 +203,13 @@ fn spend(text: &str) -> Result<(String, String), String> {
     let (whole, fraction) = amount.split_once('.').unwrap_or((amount, "0"));
     let digits =
         |s: &str, most: usize| !s.is_empty() && s.len() <= most && s.bytes().all(|b| b.is_ascii_digit());
-    if !digits(whole, 15) || !digits(fraction, 9) || amount.bytes().all(|b| b == b'0' || b == b'.') {
+    // No leading zero: PromQL reads `010` as octal.
+    let leading_zero = whole.len() > 1 && whole.starts_with('0');
+    if !digits(whole, 15)
+        || !digits(fraction, 9)
+        || leading_zero
+        || amount.bytes().all(|b| b == b'0' || b == b'.')
+    {
         return Err(wrong());
     }
     if currency.len() != 3 || !currency.bytes().all(|b| b.is_ascii_uppercase()) {
@@ -259,6 +270,34 @@ fn duration(text: &str, key: &str) -> Result<String, String> {
         return Err(format!("{key} = `{text}`: a duration above zero, e.g. \"1m\""));
     }
     Ok(if text.is_empty() { "0s".into() } else { text.into() })
+}
+
+/// The seconds of a duration [`duration`] accepted (units from ms to y).
+fn seconds(text: &str) -> u64 {
+    let mut total = 0u64;
+    let mut rest = text;
+    while !rest.is_empty() {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let n: u64 = rest[..digits].parse().unwrap_or(u64::MAX);
+        let (unit, scale) = [
+            ("ms", 0),
+            ("s", 1),
+            ("m", 60),
+            ("h", 3600),
+            ("d", 86_400),
+            ("w", 604_800),
+            ("y", 31_536_000),
+        ]
+        .into_iter()
+        .find(|(u, _)| rest[digits..].starts_with(u))
+        .unwrap_or(("", 0));
+        total = total.saturating_add(n.saturating_mul(scale));
+        rest = &rest[(digits + unit.len()).min(rest.len())..];
+        if unit.is_empty() {
+            break;
+        }
+    }
+    total
 }
 
 /// A TOML error's first line with its place (toml's own message spans several lines).

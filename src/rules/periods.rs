@@ -7,7 +7,9 @@
 //! PromQL has no range "since midnight", so each series' value at the period's start is kept by
 //! a rule that reads its own previous value: taken when the period starts, from the point at or
 //! before that moment (a subquery whose one-minute steps fall on the boundary), carried from one
-//! evaluation to the next while the period lasts. For the first `SETTLE` seconds of a period it
+//! evaluation to the next while the period lasts. A series with a start and no point since (a
+//! machine that is off) has grown by 0, recorded as such, so that nothing of a period before is
+//! ever carried into this one. For the first `SETTLE` seconds of a period it
 //! is taken again at every evaluation, so that a point that reaches Prometheus late (remote write
 //! through a collector's batch) still counts for the period it belongs to.
 
@@ -15,6 +17,11 @@ use super::zone::Zone;
 
 /// How long after a period starts its starting values are taken again (seconds).
 pub const SETTLE: u32 = 300;
+
+/// How far back a rule reads its own last value: a few evaluations (at most 2 minutes apart),
+/// and less than [`SETTLE`], so that what it carries was recorded in the current period, never
+/// in the one before (a series absent for an evaluation has a stale marker, which a range skips).
+pub const CARRY: &str = "4m";
 
 /// A counter the periods are kept for.
 pub struct Counter {
@@ -97,19 +104,20 @@ pub fn growth_rule(level: &str, counter: &Counter, period: &str) -> String {
 pub fn rules(counter: &Counter, p: &PeriodExprs, out: &mut String) {
     let (m, stem, name) = (counter.metric, counter.stem, p.name);
     let same_period = format!("(vector({}) == last_over_time(reasonix:{name}_id[1d]))", p.id);
+    let settled = format!("(vector({}) >= {SETTLE})", p.elapsed);
     record(
         out,
         &format!("{stem}:{name}_start"),
         &format!(
-            "(\n  last_over_time({stem}:{name}_start[1d])\n    and on() (vector({}) >= {SETTLE})\n    and on() {same_period}\n)\nor\nlast_over_time((last_over_time({m}[1d]) and on() {})[10m:1m])\nor\nmin_over_time({m}[10m])",
-            p.elapsed, p.boundary
+            "(\n  last_over_time({stem}:{name}_start[{CARRY}])\n    and on() {settled}\n    and on() {same_period}\n)\nor\nlast_over_time((last_over_time({m}[1d]) and on() {})[10m:1m])\nor\nmin_over_time({m}[10m])",
+            p.boundary
         ),
     );
     record(
         out,
         &format!("{stem}:{name}_series"),
         &format!(
-            "(last_over_time({m}[10m]) - {stem}:{name}_start)\nor\n(last_over_time({stem}:{name}_series[1d]) and on() {same_period})"
+            "(last_over_time({m}[10m]) - {stem}:{name}_start)\nor\n(last_over_time({stem}:{name}_series[{CARRY}]) and on() {settled} and on() {same_period})\nor\n({stem}:{name}_start * 0)"
         ),
     );
     for (level, by) in LEVELS {
