@@ -113,13 +113,13 @@ pub fn parse(text: &str) -> Result<Budgets, String> {
     let file: File = toml::from_str(text).map_err(|e| one_line(&e.to_string()))?;
     let zone = Zone::parse(file.time_zone.as_deref().unwrap_or("UTC"))?;
     let warn_at = fractions(file.warn_at.as_deref().unwrap_or(&WARN_AT), "warn_at")?;
-    let interval = duration(file.interval.as_deref().unwrap_or(INTERVAL), "interval")?;
-    if seconds(&interval) > 120 {
+    let (interval, seconds) = duration(file.interval.as_deref().unwrap_or(INTERVAL), "interval")?;
+    if seconds > 120 {
         return Err(format!(
             "interval = `{interval}`: at most \"2m\" (the rules carry each value a few evaluations)"
         ));
     }
-    let pending = duration(file.pending.as_deref().unwrap_or(PENDING), "for")?;
+    let (pending, _) = duration(file.pending.as_deref().unwrap_or(PENDING), "for")?;
     let runbook = file.runbook.unwrap_or_else(|| RUNBOOK.into());
     if runbook
         .chars()
@@ -249,55 +249,38 @@ fn fractions(list: &[f64], key: &str) -> Result<Vec<f64>, String> {
     Ok(out)
 }
 
-/// A Prometheus duration such as `30s`, `1m` or `1h30m`, above zero.
-fn duration(text: &str, key: &str) -> Result<String, String> {
+/// A Prometheus duration such as `30s`, `1m` or `1h30m`, above zero (but for `for`), and its
+/// length in seconds (a part in milliseconds counts as none).
+fn duration(text: &str, key: &str) -> Result<(String, u64), String> {
+    const UNITS: [(&str, u64); 7] = [
+        ("ms", 0),
+        ("s", 1),
+        ("m", 60),
+        ("h", 3600),
+        ("d", 86_400),
+        ("w", 604_800),
+        ("y", 31_536_000),
+    ];
     let mut rest = text;
-    let mut any = false;
+    let (mut any, mut seconds) = (false, 0u64);
     while !rest.is_empty() {
         let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        let unit = ["ms", "s", "m", "h", "d", "w", "y"]
-            .into_iter()
-            .find(|u| rest[digits..].starts_with(u));
-        let (Some(unit), true) = (unit, digits > 0) else {
+        let unit = UNITS.into_iter().find(|(u, _)| rest[digits..].starts_with(u));
+        let (Some((unit, scale)), true) = (unit, digits > 0) else {
             return Err(format!(
                 "{key} = `{text}`: a duration such as \"30s\", \"1m\" or \"1h30m\""
             ));
         };
         any |= rest[..digits].bytes().any(|b| b != b'0');
+        let n: u64 = rest[..digits].parse().unwrap_or(u64::MAX);
+        seconds = seconds.saturating_add(n.saturating_mul(scale));
         rest = &rest[digits + unit.len()..];
     }
     if !any && key != "for" {
         return Err(format!("{key} = `{text}`: a duration above zero, e.g. \"1m\""));
     }
-    Ok(if text.is_empty() { "0s".into() } else { text.into() })
-}
-
-/// The seconds of a duration [`duration`] accepted (units from ms to y).
-fn seconds(text: &str) -> u64 {
-    let mut total = 0u64;
-    let mut rest = text;
-    while !rest.is_empty() {
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        let n: u64 = rest[..digits].parse().unwrap_or(u64::MAX);
-        let (unit, scale) = [
-            ("ms", 0),
-            ("s", 1),
-            ("m", 60),
-            ("h", 3600),
-            ("d", 86_400),
-            ("w", 604_800),
-            ("y", 31_536_000),
-        ]
-        .into_iter()
-        .find(|(u, _)| rest[digits..].starts_with(u))
-        .unwrap_or(("", 0));
-        total = total.saturating_add(n.saturating_mul(scale));
-        rest = &rest[(digits + unit.len()).min(rest.len())..];
-        if unit.is_empty() {
-            break;
-        }
-    }
-    total
+    let text = if text.is_empty() { "0s".into() } else { text.into() };
+    Ok((text, seconds))
 }
 
 /// A TOML error's first line with its place (toml's own message spans several lines).
