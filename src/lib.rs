@@ -2,10 +2,11 @@
 //!
 //! Data flows one way: [`ledger`] (find, tail, decode) → [`series`] (the data model) →
 //! [`store`] (seen set, totals, checkpoints) → [`ingest`] → [`export`] (OTLP, `/metrics`) →
-//! [`settings`] → [`daemon`] (`run`) and [`cli`]; below them all, [`shown`], [`paths`] and
-//! [`files`].
+//! [`settings`] → [`daemon`] (`run`) and [`cli`]; below them all, [`bytes`], [`shown`],
+//! [`paths`] and [`files`].
 //! `tests/layers.rs` checks that no module uses one above it (the order is in docs/design.md).
 
+pub mod bytes;
 pub mod cli;
 pub mod daemon;
 pub mod export;

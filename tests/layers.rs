@@ -6,9 +6,9 @@
 use std::path::{Path, PathBuf};
 
 /// The top-level modules, lowest first: each may use only those before it.
-const LAYERS: [&str; 14] = [
-    "shown", "paths", "files", "ledger", "series", "store", "ingest", "snapshot", "export", "sandbox",
-    "settings", "daemon", "rules", "cli",
+const LAYERS: [&str; 15] = [
+    "bytes", "shown", "paths", "files", "ledger", "series", "store", "ingest", "snapshot", "export",
+    "sandbox", "settings", "daemon", "rules", "cli",
 ];
 
 const MAX_FILE_LINES: usize = 500;

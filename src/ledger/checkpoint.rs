@@ -150,20 +150,12 @@ impl Checkpoint {
             0,
         ];
         let mut out = [0; Self::ENCODED_LEN];
-        for (chunk, v) in out.chunks_exact_mut(8).zip(fields) {
-            chunk.copy_from_slice(&v.to_le_bytes());
-        }
+        crate::bytes::put_u64s(&mut out, &fields);
         out
     }
 
     pub fn decode(bytes: &[u8]) -> Option<Checkpoint> {
-        if bytes.len() != Self::ENCODED_LEN {
-            return None;
-        }
-        let f: Vec<u64> = bytes
-            .chunks_exact(8)
-            .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
-            .collect();
+        let f: [u64; Self::ENCODED_LEN / 8] = crate::bytes::u64s(bytes)?;
         let cp = Checkpoint {
             stat: FileStat {
                 dev: f[0],

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::cost::{CostSeries, SeriesKey, UnpricedSeries};
 
 use super::{AttrSet, Totals};
+use crate::bytes::Reader;
 use crate::ledger::quote::Amount;
 
 /// A counter value: added with saturation, subtracted down to zero, compared for the mark.
@@ -235,17 +236,17 @@ impl Sums {
         out
     }
 
-    /// Reads what [`Sums::encode`] wrote off the front of `bytes`, returning the rest.
-    pub fn decode(bytes: &[u8]) -> Option<(Sums, &[u8])> {
-        Sums::decode_families(bytes, &Family::ALL)
+    /// Reads what [`Sums::encode`] wrote off the front of `bytes`.
+    pub fn read(bytes: &mut Reader) -> Option<Sums> {
+        Sums::read_families(bytes, &Family::ALL)
     }
 
     /// Reads the token section alone, as layouts from before cost wrote it.
-    pub fn decode_tokens(bytes: &[u8]) -> Option<(Sums, &[u8])> {
-        Sums::decode_families(bytes, &[Family::Tokens])
+    pub fn read_tokens(bytes: &mut Reader) -> Option<Sums> {
+        Sums::read_families(bytes, &[Family::Tokens])
     }
 
-    fn decode_families<'a>(mut bytes: &'a [u8], families: &[Family]) -> Option<(Sums, &'a [u8])> {
+    fn read_families(bytes: &mut Reader, families: &[Family]) -> Option<Sums> {
         let mut sums = Sums::default();
         for &family in families {
             let value_len = match family {
@@ -253,26 +254,14 @@ impl Sums {
                 Family::Cost => Amount::ENCODED_LEN,
                 Family::Unpriced => <u64 as Counter>::ENCODED_LEN,
             };
-            let count = take_u32(&mut bytes)?;
-            for _ in 0..count {
-                let key_len = take_u32(&mut bytes)? as usize;
-                let key = take(&mut bytes, key_len)?;
-                let value = take(&mut bytes, value_len)?;
+            for _ in 0..bytes.u32()? {
+                let key = bytes.sized()?;
+                let value = bytes.take(value_len)?;
                 sums.insert_encoded(family, key, value)?;
             }
         }
-        Some((sums, bytes))
+        Some(sums)
     }
-}
-
-fn take<'a>(bytes: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
-    let (head, tail) = bytes.split_at_checked(n)?;
-    *bytes = tail;
-    Some(head)
-}
-
-fn take_u32(bytes: &mut &[u8]) -> Option<u32> {
-    Some(u32::from_le_bytes(take(bytes, 4)?.try_into().ok()?))
 }
 
 fn add_into<K: SeriesKey, V: Counter>(into: &mut BTreeMap<K, V>, other: &BTreeMap<K, V>) {
@@ -350,9 +339,7 @@ fn entries<K: SeriesKey, V: Counter>(
 fn encode_family<K: SeriesKey, V: Counter>(out: &mut Vec<u8>, map: &BTreeMap<K, V>) {
     out.extend_from_slice(&(map.len() as u32).to_le_bytes());
     for (key, value) in map {
-        let key = key.encode();
-        out.extend_from_slice(&(key.len() as u32).to_le_bytes());
-        out.extend_from_slice(&key);
+        crate::bytes::put_sized(out, &key.encode());
         value.encode_into(out);
     }
 }
@@ -397,8 +384,10 @@ mod tests {
     fn sums_read_back_and_subtract_per_series() {
         let sums = sample();
         let bytes = sums.encode();
-        assert_eq!(Sums::decode(&bytes), Some((sums.clone(), &[][..])));
-        assert_eq!(Sums::decode(&bytes[..bytes.len() - 1]), None);
+        let mut whole = Reader::new(&bytes);
+        assert_eq!(Sums::read(&mut whole), Some(sums.clone()));
+        assert!(whole.is_empty());
+        assert_eq!(Sums::read(&mut Reader::new(&bytes[..bytes.len() - 1])), None);
         assert!(sums.minus(&sums).is_empty());
         let mut double = sums.clone();
         double.add(&sums);

@@ -185,21 +185,12 @@ impl Totals {
 
     pub fn encode(&self) -> [u8; Self::ENCODED_LEN] {
         let mut out = [0; Self::ENCODED_LEN];
-        for (chunk, v) in out.chunks_exact_mut(8).zip(self.0) {
-            chunk.copy_from_slice(&v.to_le_bytes());
-        }
+        crate::bytes::put_u64s(&mut out, &self.0);
         out
     }
 
     pub fn decode(bytes: &[u8]) -> Option<Totals> {
-        if bytes.len() != Self::ENCODED_LEN {
-            return None;
-        }
-        let mut t = Totals::default();
-        for (v, chunk) in t.0.iter_mut().zip(bytes.chunks_exact(8)) {
-            *v = u64::from_le_bytes(chunk.try_into().ok()?);
-        }
-        Some(t)
+        crate::bytes::u64s(bytes).map(Totals)
     }
 }
 

@@ -17,9 +17,7 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 
 use super::batch::Partitions;
-use super::engine::{
-    KEY_PENDING, KEY_VERSION, PREFIX_CHECKPOINT, PREFIX_CHECKPOINT_PASS, os_string_from_bytes, sled_error,
-};
+use super::engine::{Write, keys};
 use super::seen::LineSet;
 use super::{FORMAT_VERSION, PendingExport, Store, StoreError};
 use crate::ledger::checkpoint::Checkpoint;
@@ -43,26 +41,13 @@ impl PassFile {
     /// `done`, `end`, `dev`, `ino`: little-endian u64s.
     pub fn encode(&self) -> [u8; Self::ENCODED_LEN] {
         let mut out = [0; Self::ENCODED_LEN];
-        for (chunk, v) in out
-            .chunks_exact_mut(8)
-            .zip([self.done, self.end, self.dev, self.ino])
-        {
-            chunk.copy_from_slice(&v.to_le_bytes());
-        }
+        crate::bytes::put_u64s(&mut out, &[self.done, self.end, self.dev, self.ino]);
         out
     }
 
     pub fn decode(bytes: &[u8]) -> Option<PassFile> {
-        if bytes.len() != Self::ENCODED_LEN {
-            return None;
-        }
-        let at = |i: usize| u64::from_le_bytes(bytes[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
-        let region = PassFile {
-            done: at(0),
-            end: at(1),
-            dev: at(2),
-            ino: at(3),
-        };
+        let [done, end, dev, ino] = crate::bytes::u64s(bytes)?;
+        let region = PassFile { done, end, dev, ino };
         (region.done <= region.end).then_some(region)
     }
 }
@@ -78,31 +63,30 @@ pub struct PassProgress {
 impl Store {
     /// Turns a store of format [`BEFORE_COST`] into this format, in one atomic, flushed write.
     pub(super) fn upgrade_before_cost(&mut self) -> Result<(), StoreError> {
-        let mut write = sled::Batch::default();
-        write.insert(KEY_VERSION, &FORMAT_VERSION.to_le_bytes());
-        if let Some(bytes) = self.get(KEY_PENDING)? {
+        let mut write = Write::default();
+        write.insert(keys::VERSION, FORMAT_VERSION.to_le_bytes());
+        if let Some(bytes) = self.get(keys::PENDING)? {
             let pending =
                 PendingExport::decode_before_cost(&bytes).ok_or_else(|| self.corrupt("pending export"))?;
-            write.insert(KEY_PENDING, pending.encode());
+            write.insert(keys::PENDING, pending.encode());
         }
         let mut files = 0;
-        for entry in self.db.scan_prefix(PREFIX_CHECKPOINT) {
-            let (key, value) = entry.map_err(|e| sled_error(&self.path, e))?;
+        for entry in self.db.scan(keys::CHECKPOINTS) {
+            let (name, value) = entry?;
             let checkpoint = Checkpoint::decode(&value).ok_or_else(|| self.corrupt("checkpoint"))?;
-            let name = &key[PREFIX_CHECKPOINT.len()..];
             let region = PassFile {
                 done: 0,
                 end: checkpoint.offset,
                 dev: checkpoint.stat.dev,
                 ino: checkpoint.stat.ino,
             };
-            write.insert([PREFIX_CHECKPOINT_PASS, name].concat(), &region.encode()[..]);
+            write.insert(keys::pass_region(&name), region.encode());
             files += 1;
         }
         self.apply(write)?;
         tracing::info!(
             "store at {} upgraded to format {FORMAT_VERSION}: the cost quotes of the lines it counted are read again from {files} ledger files",
-            self.path.display()
+            self.path().display()
         );
         Ok(())
     }
@@ -113,9 +97,9 @@ impl Store {
     }
 
     pub(super) fn load_cost_pass(&mut self) -> Result<(), StoreError> {
-        for entry in self.db.scan_prefix(PREFIX_CHECKPOINT_PASS) {
-            let (key, value) = entry.map_err(|e| sled_error(&self.path, e))?;
-            let name = os_string_from_bytes(&key[PREFIX_CHECKPOINT_PASS.len()..]);
+        for entry in self.db.scan(keys::PASS_REGIONS) {
+            let (name, value) = entry?;
+            let name = crate::paths::os_string_of(name.to_vec());
             let region = PassFile::decode(&value).ok_or_else(|| self.corrupt("cost pass region"))?;
             self.cost_pass.insert(name, region);
         }
@@ -125,26 +109,24 @@ impl Store {
     /// Adds the pass's part of a commit to `write`; returns the regions as they will be.
     pub(super) fn write_cost_pass(
         &self,
-        write: &mut sled::Batch,
+        write: &mut Write,
         partitions: &Partitions,
         progress: &PassProgress,
     ) -> Result<BTreeMap<OsString, PassFile>, StoreError> {
         let mut regions = self.cost_pass.clone();
         if progress.finished {
             let set = LineSet::Costed;
-            for prefix in [set.prefix(), set.depth_prefix(), PREFIX_CHECKPOINT_PASS] {
-                for key in self.db.scan_prefix(prefix).keys() {
-                    write.remove(key.map_err(|e| sled_error(&self.path, e))?);
-                }
+            for prefix in [keys::set_prefix(set), keys::depth_prefix(set), keys::PASS_REGIONS] {
+                self.db.remove_all(write, prefix)?;
             }
             return Ok(BTreeMap::new());
         }
         self.write_partitions(write, partitions)?;
         for (name, region) in &progress.files {
-            let key = [PREFIX_CHECKPOINT_PASS, name.as_encoded_bytes()].concat();
+            let key = keys::pass_region(name.as_encoded_bytes());
             match region {
                 Some(region) => {
-                    write.insert(key, &region.encode()[..]);
+                    write.insert(key, region.encode());
                     regions.insert(name.clone(), *region);
                 }
                 None => {

@@ -84,10 +84,8 @@ impl IngestCounts {
         if !bytes.len().is_multiple_of(8) || bytes.len() > FIELDS * 8 || bytes.len() < (FIELDS - 1) * 8 {
             return None;
         }
-        let f: Vec<u64> = bytes
-            .chunks_exact(8)
-            .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
-            .collect();
+        let mut r = crate::bytes::Reader::new(bytes);
+        let f: Vec<u64> = std::iter::from_fn(|| r.u64()).collect();
         Some(IngestCounts {
             counted: f[0],
             duplicate: f[1],

@@ -11,9 +11,9 @@ use std::path::PathBuf;
 
 use super::cost_pass::PassFile;
 use super::counts::IngestCounts;
-use super::engine::{self, family_prefix};
+use super::engine::keys::{self, family_prefix};
 use super::export_record::ExportRecord;
-use super::seen::{FIRST_DEPTH, LineHash, LineSet, Partition, PartitionKey, decode_depth, depth_key};
+use super::seen::{FIRST_DEPTH, LineHash, LineSet, Partition, PartitionKey, decode_depth};
 use super::stream::StreamRecord;
 use super::{FORMAT_VERSION, PendingExport, recovery};
 use crate::ledger::checkpoint::{Checkpoint, FileStat};
@@ -155,7 +155,10 @@ fn cost_pass_region_and_set_key() {
     let day = day_of_rfc3339("2026-08-07T00:22:43.571662+08:00");
     golden(
         "cost-pass-key",
-        &PartitionKey::of(day, FIRST_DEPTH, LineHash(1 << 127 | 5)).key(LineSet::Costed),
+        &keys::partition(
+            LineSet::Costed,
+            &PartitionKey::of(day, FIRST_DEPTH, LineHash(1 << 127 | 5)),
+        ),
     );
 }
 
@@ -170,7 +173,7 @@ fn checkpoint() {
     let checkpoint = Checkpoint::take(stat, 98_700, 0xdead_beef_cafe_f00d, 98_765);
     let bytes = golden("checkpoint", &checkpoint.encode());
     assert_eq!(Checkpoint::decode(&bytes), Some(checkpoint));
-    let key = engine::checkpoint_key(&OsString::from("2026-08-07.jsonl"));
+    let key = keys::checkpoint(&OsString::from("2026-08-07.jsonl"));
     golden("checkpoint-key", &key);
 }
 
@@ -212,19 +215,22 @@ fn seen_set_partition_and_its_key() {
     }
     golden(
         "seen-key",
-        &PartitionKey::of(day, FIRST_DEPTH, LineHash(1 << 127 | 5)).key(LineSet::Seen),
+        &keys::partition(
+            LineSet::Seen,
+            &PartitionKey::of(day, FIRST_DEPTH, LineHash(1 << 127 | 5)),
+        ),
     );
     golden(
         "seen-key-no-day",
-        &PartitionKey::of(None, FIRST_DEPTH, LineHash(7)).key(LineSet::Seen),
+        &keys::partition(LineSet::Seen, &PartitionKey::of(None, FIRST_DEPTH, LineHash(7))),
     );
     golden(
         "seen-key-deeper",
-        &PartitionKey::of(day, 13, LineHash(1 << 127 | 5)).key(LineSet::Seen),
+        &keys::partition(LineSet::Seen, &PartitionKey::of(day, 13, LineHash(1 << 127 | 5))),
     );
     let depth = golden("seen-depth", &[13]);
     assert_eq!(decode_depth(&depth), Some(13));
-    golden("seen-depth-key", &depth_key(LineSet::Seen, day));
+    golden("seen-depth-key", &keys::depth(LineSet::Seen, day));
 }
 
 #[test]

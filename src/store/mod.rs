@@ -3,31 +3,30 @@
 //! checkpoints and ingestion counts. Every batch commits atomically, so a crash never leaves a
 //! line counted without its hash, or a hash without its count.
 //!
-//! sled 0.34 is unmaintained; nothing outside this module sees it (`engine.rs` holds every call),
-//! so a change of engine stays inside this folder.
+//! sled 0.34 is unmaintained; nothing outside `engine/` sees it (every call, and in `keys.rs`
+//! every key), so a change of engine stays inside that folder.
 //!
-//! - `engine.rs`: sled's configuration, keys and writes;
+//! - `engine/`: sled's configuration, reads and writes ([`engine::Write`]), and the key table;
 //! - `batch.rs`: what a poll has read and not yet committed;
 //! - `partitions.rs`: the seen set's partitions as committed, and how a commit writes them;
 //! - `pending.rs`: what the collector has (the delta export in flight, the stream record);
 //! - `recovery.rs`: opening a store that was there, and refusing one that was damaged;
+//! - `records/`: the small files beside the store that must survive a power cut (the stream
+//!   record, the export record), in one checksummed frame;
 //! - `cost_pass.rs`: the upgrade of a store made before cost, and what its pass has left to read.
 
 mod batch;
 pub mod cost_pass;
 pub mod counts;
-#[cfg(test)]
-mod damage;
 mod engine;
-mod export_record;
 #[cfg(test)]
 mod formats;
 pub mod lock;
 mod partitions;
 mod pending;
+mod records;
 mod recovery;
 pub mod seen;
-pub mod stream;
 
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
@@ -38,9 +37,11 @@ use crate::ledger::checkpoint::Checkpoint;
 use crate::series::{AttrSet, Family, Sums, Totals};
 pub use batch::Batch;
 use counts::IngestCounts;
-use engine::{KEY_COUNTS, checkpoint_key, sled_error, write_sums};
+use engine::{Engine, Write, keys};
 use lock::StateLock;
 pub use pending::PendingExport;
+use records::export_record;
+pub use records::stream;
 use stream::StreamRecord;
 
 /// The layout of the store's keys and values (see `engine.rs`). A store of another format is
@@ -127,8 +128,7 @@ fn private_state_dir(state_dir: &Path) -> Result<(), StoreError> {
 
 /// The open store. One per state dir per machine, enforced by [`StateLock`].
 pub struct Store {
-    db: sled::Db,
-    path: PathBuf,
+    db: Engine,
     created: SystemTime,
     lifetime: Sums,
     delivered: Sums,
@@ -207,10 +207,9 @@ impl Store {
         // A store folder that is gone was deleted (start over); one that is there but opens
         // empty was damaged (refuse).
         let existed = path.exists();
-        let db = engine::open(&path)?;
+        let db = Engine::open(&path)?;
         let mut store = Store {
             db,
-            path,
             created: SystemTime::now(),
             lifetime: Sums::default(),
             delivered: Sums::default(),
@@ -270,8 +269,8 @@ impl Store {
         Some(known)
     }
 
-    fn get(&self, key: &[u8]) -> Result<Option<sled::IVec>, StoreError> {
-        self.db.get(key).map_err(|e| sled_error(&self.path, e))
+    fn get(&self, key: &[u8]) -> Result<Option<engine::Bytes>, StoreError> {
+        self.db.get(key)
     }
 
     /// Writes `batch` atomically, and flushes it unless told to wait for the next flush (see
@@ -280,19 +279,19 @@ impl Store {
         if batch.is_empty() {
             return Ok(());
         }
-        let mut write = sled::Batch::default();
+        let mut write = Write::default();
         self.write_partitions(&mut write, &batch.partitions)?;
         let lifetime = self
             .lifetime
             .after_adding(&batch.series.by_series(&self.lifetime));
-        write_sums(&mut write, &lifetime, false);
+        write.sums(&lifetime, false);
         let cost_pass = self.write_cost_pass(&mut write, &batch.costed, &batch.pass)?;
         for (name, checkpoint) in &batch.checkpoints {
-            write.insert(checkpoint_key(name), &checkpoint.encode()[..]);
+            write.insert(keys::checkpoint(name), checkpoint.encode());
         }
         let mut counts = self.counts;
         counts.add(&batch.counts);
-        write.insert(KEY_COUNTS, counts.encode());
+        write.insert(keys::COUNTS, counts.encode());
         self.apply_unless_deferred(write)?;
 
         if let Some(known) = &mut self.fold_known {
@@ -319,20 +318,20 @@ impl Store {
     /// so no other process can open the store while they might still write.
     pub fn close_without_fsync(self) -> Result<(), StoreError> {
         self.flush()?;
-        engine::start_writeback(&self.path.join(engine::SLED_LOG));
+        engine::start_writeback(&self.db.log());
         let Store { db, _lock, .. } = self;
-        std::mem::forget(db);
+        db.leave_open();
         std::mem::forget(_lock);
         Ok(())
     }
 
-    fn apply(&self, write: sled::Batch) -> Result<(), StoreError> {
+    fn apply(&self, write: Write) -> Result<(), StoreError> {
         self.apply_without_flush(write)?;
         self.flush()
     }
 
-    fn apply_without_flush(&self, write: sled::Batch) -> Result<(), StoreError> {
-        engine::apply(&self.db, &self.path, write)
+    fn apply_without_flush(&self, write: Write) -> Result<(), StoreError> {
+        self.db.apply(write)
     }
 
     /// Writes `write` atomically, and flushes it unless [`Store::defer_commit_flush`] leaves
@@ -340,7 +339,7 @@ impl Store {
     /// no flush of its own (lost, the record's pending export is replayed when cumulative or
     /// counted as delivered when delta, as after a power cut), so that a `once` waits for the
     /// disk once after its send, not twice.
-    fn apply_unless_deferred(&self, write: sled::Batch) -> Result<(), StoreError> {
+    fn apply_unless_deferred(&self, write: Write) -> Result<(), StoreError> {
         if self.defer_commit_flush {
             self.apply_without_flush(write)
         } else {
@@ -349,7 +348,7 @@ impl Store {
     }
 
     fn flush(&self) -> Result<(), StoreError> {
-        engine::flush(&self.db, &self.path)
+        self.db.flush()
     }
 
     /// For a process that ingests once and then ends (`once`): commits stay in sled's buffers
@@ -399,12 +398,12 @@ impl Store {
     }
 
     pub fn path(&self) -> &Path {
-        &self.path
+        self.db.path()
     }
 
     /// Bytes the store takes on disk.
     pub fn disk_size(&self) -> u64 {
-        self.db.size_on_disk().unwrap_or(0)
+        self.db.size_on_disk()
     }
 }
 

@@ -5,10 +5,9 @@
 use std::collections::HashSet;
 
 use super::batch::Partitions;
-use super::engine::sled_error;
+use super::engine::{Write, keys};
 use super::seen::{
-    FIRST_DEPTH, LEAF_MAX, LineSet, MAX_DEPTH, Partition, PartitionKey, day_prefix, decode_depth, deeper,
-    depth_key, split,
+    FIRST_DEPTH, LEAF_MAX, LineSet, MAX_DEPTH, Partition, PartitionKey, decode_depth, deeper, split,
 };
 use super::{Store, StoreError};
 use crate::ledger::timestamp::Day;
@@ -16,7 +15,7 @@ use crate::ledger::timestamp::Day;
 impl Store {
     /// How deep `day` of `set` is split, as committed.
     pub(super) fn depth_of(&self, set: LineSet, day: Option<Day>) -> Result<u8, StoreError> {
-        match self.get(&depth_key(set, day))? {
+        match self.get(&keys::depth(set, day))? {
             None => Ok(FIRST_DEPTH),
             Some(bytes) => decode_depth(&bytes).ok_or_else(|| self.corrupt("seen-set depth")),
         }
@@ -24,7 +23,7 @@ impl Store {
 
     /// The partition of `set` at `key`, as committed (empty when there is none yet).
     pub(super) fn partition(&self, set: LineSet, key: &PartitionKey) -> Result<Partition, StoreError> {
-        match self.get(&key.key(set))? {
+        match self.get(&keys::partition(set, key))? {
             None => Ok(Partition::default()),
             Some(bytes) => Partition::decode(&bytes).ok_or_else(|| self.corrupt("seen-set partition")),
         }
@@ -32,11 +31,7 @@ impl Store {
 
     /// Adds the partitions `batch` changed to `write`: each rewritten whole, or, for a day one of
     /// whose partitions now holds more than [`LEAF_MAX`] hashes, the whole day split deeper.
-    pub(super) fn write_partitions(
-        &self,
-        write: &mut sled::Batch,
-        batch: &Partitions,
-    ) -> Result<(), StoreError> {
+    pub(super) fn write_partitions(&self, write: &mut Write, batch: &Partitions) -> Result<(), StoreError> {
         let set = batch.set();
         for (day, held) in &batch.days {
             let changed = || {
@@ -47,7 +42,7 @@ impl Store {
             };
             if changed().all(|(_, partition)| partition.len() <= LEAF_MAX) || held.depth == MAX_DEPTH {
                 for (key, partition) in changed() {
-                    write.insert(key.key(set), partition.encode());
+                    write.insert(keys::partition(set, key), partition.encode());
                 }
                 continue;
             }
@@ -61,18 +56,23 @@ impl Store {
     /// all in `write`.
     fn split_day(
         &self,
-        write: &mut sled::Batch,
+        write: &mut Write,
         batch: &Partitions,
         day: Option<Day>,
         depth: u8,
         partitions: &[usize],
     ) -> Result<(), StoreError> {
         let set = batch.set();
-        let held: HashSet<Vec<u8>> = partitions.iter().map(|&at| batch.get(at).0.key(set)).collect();
+        let held: HashSet<Vec<u8>> = partitions
+            .iter()
+            .map(|&at| keys::partition(set, &batch.get(at).0))
+            .collect();
         let mut hashes = Vec::new();
-        for entry in self.db.scan_prefix(day_prefix(set, day)) {
-            let (key, value) = entry.map_err(|e| sled_error(&self.path, e))?;
-            if !held.contains(key.as_ref()) {
+        let prefix = keys::day_prefix(set, day);
+        for entry in self.db.scan(&prefix) {
+            let (rest, value) = entry?;
+            let key = [&prefix[..], &rest].concat();
+            if !held.contains(&key) {
                 let stored = Partition::decode(&value).ok_or_else(|| self.corrupt("seen-set partition"))?;
                 stored.merge_into(&mut hashes);
             }
@@ -86,9 +86,9 @@ impl Store {
         hashes.dedup();
         let depth = deeper(hashes.len(), depth);
         for (bucket, bytes) in split(&hashes, depth) {
-            write.insert(PartitionKey { day, depth, bucket }.key(set), bytes);
+            write.insert(keys::partition(set, &PartitionKey { day, depth, bucket }), bytes);
         }
-        write.insert(depth_key(set, day), &[depth][..]);
+        write.insert(keys::depth(set, day), [depth]);
         Ok(())
     }
 }

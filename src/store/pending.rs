@@ -4,10 +4,11 @@
 use std::collections::BTreeMap;
 
 use super::counts::IngestCounts;
-use super::engine::{self, KEY_EXPORTS, KEY_PENDING, write_sums};
+use super::engine::{self, Write, keys};
 use super::export_record::{self, ExportRecord};
 use super::stream::{self, StreamRecord};
 use super::{Store, StoreError};
+use crate::bytes::Reader;
 use crate::series::{AttrSet, Sums, Totals};
 
 /// A delta export that was sent, or is about to be, and not yet confirmed. Kept durably so that
@@ -26,29 +27,22 @@ impl PendingExport {
     }
 
     pub fn decode(bytes: &[u8]) -> Option<PendingExport> {
-        match Sums::decode(bytes)? {
-            (delivered_after, []) => Some(PendingExport { delivered_after }),
-            _ => None,
-        }
+        let mut r = Reader::new(bytes);
+        let delivered_after = Sums::read(&mut r)?;
+        r.is_empty().then_some(PendingExport { delivered_after })
     }
 
     /// The layout of stores before cost (format 3, export record 2): per token series, the
     /// series key's length (u32), the key, the [`Totals`], up to the end.
-    pub fn decode_before_cost(mut bytes: &[u8]) -> Option<PendingExport> {
-        let mut take = |n: usize| -> Option<&[u8]> {
-            let (head, tail) = bytes.split_at_checked(n)?;
-            bytes = tail;
-            Some(head)
-        };
+    pub fn decode_before_cost(bytes: &[u8]) -> Option<PendingExport> {
+        let mut r = Reader::new(bytes);
         let mut tokens = BTreeMap::new();
-        while let Some(len) = take(4) {
-            let key_len = u32::from_le_bytes(len.try_into().ok()?) as usize;
-            let attrs = AttrSet::decode(take(key_len)?)?;
-            let totals = Totals::decode(take(Totals::ENCODED_LEN)?)?;
+        while !r.is_empty() {
+            let attrs = AttrSet::decode(r.sized()?)?;
+            let totals = Totals::decode(r.take(Totals::ENCODED_LEN)?)?;
             tokens.insert(attrs, totals);
         }
-        // Whatever is left is shorter than a length: a cut record.
-        take(1).is_none().then_some(PendingExport {
+        Some(PendingExport {
             delivered_after: Sums {
                 tokens,
                 ..Sums::default()
@@ -72,16 +66,16 @@ impl Store {
     /// an `fsync` (see `export_record`); sled's copy is for the run itself and for `kill -9`.
     pub fn begin_export(&mut self, pending: PendingExport) -> Result<(), StoreError> {
         let exports = self.exports + 1;
-        let mut write = sled::Batch::default();
-        write.insert(KEY_PENDING, pending.encode());
-        write.insert(KEY_EXPORTS, &exports.to_le_bytes());
+        let mut write = Write::default();
+        write.insert(keys::PENDING, pending.encode());
+        write.insert(keys::EXPORTS, exports.to_le_bytes());
         self.apply(write)?;
         let record = ExportRecord {
             created_ns: self.created_ns(),
             number: exports,
             pending,
         };
-        export_record::write(&self.record, &record).map_err(|e| StoreError::io(&self.record, e))?;
+        export_record::write(&self.record, &record)?;
         self.start_writeback_unless_deferred();
         self.exports = exports;
         self.pending = Some(record.pending);
@@ -93,7 +87,7 @@ impl Store {
     /// close instead, so that the one flush after its send does not queue behind it.
     fn start_writeback_unless_deferred(&self) {
         if !self.defer_commit_flush {
-            engine::start_writeback(&self.path.join(engine::SLED_LOG));
+            engine::start_writeback(&self.db.log());
         }
     }
 
@@ -170,8 +164,8 @@ impl Store {
         if changed.is_empty() {
             return Ok(());
         }
-        let mut write = sled::Batch::default();
-        write_sums(&mut write, &changed, true);
+        let mut write = Write::default();
+        write.sums(&changed, true);
         self.apply_without_flush(write)?;
         self.delivered.overwrite_with(changed);
         Ok(())
@@ -199,11 +193,11 @@ impl Store {
     }
 
     fn settle_export(&mut self, pending: PendingExport) -> Result<(), StoreError> {
-        let mut write = sled::Batch::default();
-        write_sums(&mut write, &pending.delivered_after, true);
-        write.remove(KEY_PENDING);
+        let mut write = Write::default();
+        write.sums(&pending.delivered_after, true);
+        write.remove(keys::PENDING);
         // A count taken from the export record moves into sled here.
-        write.insert(KEY_EXPORTS, &self.exports.to_le_bytes());
+        write.insert(keys::EXPORTS, self.exports.to_le_bytes());
         if let Err(e) = self.apply_unless_deferred(write) {
             self.pending = Some(pending);
             return Err(e);
@@ -214,8 +208,8 @@ impl Store {
 
     /// The pending export certainly did not reach the collector: forget it.
     pub fn abandon_export(&mut self) -> Result<(), StoreError> {
-        let mut write = sled::Batch::default();
-        write.remove(KEY_PENDING);
+        let mut write = Write::default();
+        write.remove(keys::PENDING);
         // Flushed at once even in a `once`: lost, a delta export would count as delivered.
         self.apply(write)?;
         self.pending = None;

@@ -12,10 +12,7 @@ use std::time::SystemTime;
 
 use super::cost_pass::BEFORE_COST;
 use super::counts::IngestCounts;
-use super::engine::{
-    self, KEY_COUNTS, KEY_CREATED, KEY_EXPORTS, KEY_PENDING, KEY_VERSION, PREFIX_CHECKPOINT, family_prefix,
-    os_string_from_bytes, sled_error,
-};
+use super::engine::{Write, keys};
 use super::export_record::{self, ExportRecord};
 use super::{FORMAT_VERSION, PendingExport, Store, StoreError};
 use crate::files::Durability;
@@ -29,8 +26,8 @@ impl Store {
     /// Loads the store's state; a new store is initialised. `existed` says whether the store's
     /// folder was there before sled opened it.
     pub(super) fn load(&mut self, marker: &Path, existed: bool) -> Result<(), StoreError> {
-        let recorded = read_marker(marker, existed, &self.path)?;
-        match self.get(KEY_VERSION)? {
+        let recorded = read_marker(marker, existed, self.path())?;
+        match self.get(keys::VERSION)? {
             None if self.db.is_empty() => return self.initialise(marker, recorded),
             None => return Err(self.corrupt("format version")),
             Some(v) => match self.check_version(&v)? {
@@ -40,14 +37,14 @@ impl Store {
             },
         }
         let created_ns = self
-            .read_u64(KEY_CREATED, "creation time")?
+            .read_u64(keys::CREATED, "creation time")?
             .ok_or_else(|| self.corrupt("creation time"))?;
         self.created = SystemTime::UNIX_EPOCH + std::time::Duration::from_nanos(created_ns);
-        self.exports = self.read_u64(KEY_EXPORTS, "export count")?.unwrap_or(0);
+        self.exports = self.read_u64(keys::EXPORTS, "export count")?.unwrap_or(0);
         match recorded {
             Some(recorded) if recorded != created_ns => {
                 return Err(StoreError::Corrupt {
-                    path: self.path.clone(),
+                    path: self.path().to_path_buf(),
                     detail: format!("it is not the store {} says was created here", marker.display()),
                 });
             }
@@ -55,13 +52,13 @@ impl Store {
             None => write_marker(marker, created_ns)?,
             Some(_) => {}
         }
-        if let Some(bytes) = self.get(KEY_COUNTS)? {
+        if let Some(bytes) = self.get(keys::COUNTS)? {
             self.counts = IngestCounts::decode(&bytes).ok_or_else(|| self.corrupt("ingestion counts"))?;
         }
-        if let Some(bytes) = self.get(KEY_PENDING)? {
+        if let Some(bytes) = self.get(keys::PENDING)? {
             self.pending = Some(PendingExport::decode(&bytes).ok_or_else(|| self.corrupt("pending export"))?);
         }
-        let record = export_record::read(&self.record, &self.path)?;
+        let record = export_record::read(&self.record, self.path())?;
         self.catch_up_with(record, created_ns)?;
         self.load_series()?;
         self.load_cost_pass()?;
@@ -72,7 +69,7 @@ impl Store {
     fn initialise(&mut self, marker: &Path, recorded: Option<u64>) -> Result<(), StoreError> {
         if recorded.is_some() {
             return Err(StoreError::Corrupt {
-                path: self.path.clone(),
+                path: self.path().to_path_buf(),
                 detail: format!(
                     "it opens empty, but {} says a store was created here",
                     marker.display()
@@ -80,13 +77,13 @@ impl Store {
             });
         }
         let created_ns = self.created_ns();
-        let mut init = sled::Batch::default();
-        init.insert(KEY_VERSION, &FORMAT_VERSION.to_le_bytes());
-        init.insert(KEY_CREATED, &created_ns.to_le_bytes());
+        let mut init = Write::default();
+        init.insert(keys::VERSION, FORMAT_VERSION.to_le_bytes());
+        init.insert(keys::CREATED, created_ns.to_le_bytes());
         self.apply(init)?;
         // Once per store: sled's `flush` leaves the new log's length and folder entries to the
         // kernel, and a marker that outlived its store would refuse the next run.
-        for path in [self.path.join(engine::SLED_LOG), self.path.clone()] {
+        for path in [self.db.log(), self.path().to_path_buf()] {
             sync_file(&path)?;
         }
         // An export record left by a store that was deleted is not this one's.
@@ -98,8 +95,8 @@ impl Store {
     /// partitions deep: only its version changes, so that a build that cannot read a day split
     /// deeper refuses the store rather than count that day's lines again.
     fn upgrade_before_split(&mut self) -> Result<(), StoreError> {
-        let mut write = sled::Batch::default();
-        write.insert(KEY_VERSION, &FORMAT_VERSION.to_le_bytes());
+        let mut write = Write::default();
+        write.insert(keys::VERSION, FORMAT_VERSION.to_le_bytes());
         self.apply(write)
     }
 
@@ -108,13 +105,13 @@ impl Store {
         let found = u32::from_le_bytes(value.try_into().map_err(|_| self.corrupt("format version"))?);
         if found > FORMAT_VERSION {
             return Err(StoreError::NewerFormat {
-                path: self.path.clone(),
+                path: self.path().to_path_buf(),
                 found,
             });
         }
         if found < BEFORE_COST {
             return Err(StoreError::Corrupt {
-                path: self.path.clone(),
+                path: self.path().to_path_buf(),
                 detail: format!("format {found}, from a development build; this one reads {FORMAT_VERSION}"),
             });
         }
@@ -128,14 +125,14 @@ impl Store {
         let Some(record) = record else { return Ok(()) };
         if record.created_ns != created_ns {
             return Err(StoreError::Corrupt {
-                path: self.path.clone(),
+                path: self.path().to_path_buf(),
                 detail: format!("{} belongs to another store", self.record.display()),
             });
         }
         if record.number > self.exports {
             tracing::warn!(
                 "store at {} is behind its export record (export {} recorded, {} in the store): the export is settled again and lines since are read again",
-                self.path.display(),
+                self.path().display(),
                 record.number,
                 self.exports
             );
@@ -148,15 +145,14 @@ impl Store {
     fn load_series(&mut self) -> Result<(), StoreError> {
         for family in Family::ALL {
             for delivered in [false, true] {
-                let prefix = family_prefix(family, delivered);
-                for entry in self.db.scan_prefix(prefix) {
-                    let (key, value) = entry.map_err(|e| sled_error(&self.path, e))?;
+                for entry in self.db.scan(keys::family_prefix(family, delivered)) {
+                    let (key, value) = entry?;
                     let sums = if delivered {
                         &mut self.delivered
                     } else {
                         &mut self.lifetime
                     };
-                    sums.insert_encoded(family, &key[prefix.len()..], &value)
+                    sums.insert_encoded(family, &key, &value)
                         .ok_or_else(|| self.corrupt("series sums"))?;
                 }
             }
@@ -165,9 +161,9 @@ impl Store {
     }
 
     fn load_checkpoints(&mut self) -> Result<(), StoreError> {
-        for entry in self.db.scan_prefix(PREFIX_CHECKPOINT) {
-            let (key, value) = entry.map_err(|e| sled_error(&self.path, e))?;
-            let name = os_string_from_bytes(&key[PREFIX_CHECKPOINT.len()..]);
+        for entry in self.db.scan(keys::CHECKPOINTS) {
+            let (name, value) = entry?;
+            let name = crate::paths::os_string_of(name.to_vec());
             let checkpoint = Checkpoint::decode(&value).ok_or_else(|| self.corrupt("checkpoint"))?;
             self.checkpoints.insert(name, checkpoint);
         }
@@ -178,14 +174,14 @@ impl Store {
         match self.get(key)? {
             None => Ok(None),
             Some(bytes) => Ok(Some(u64::from_le_bytes(
-                bytes.as_ref().try_into().map_err(|_| self.corrupt(what))?,
+                (*bytes).try_into().map_err(|_| self.corrupt(what))?,
             ))),
         }
     }
 
     pub(super) fn corrupt(&self, what: &str) -> StoreError {
         StoreError::Corrupt {
-            path: self.path.clone(),
+            path: self.path().to_path_buf(),
             detail: format!("unreadable {what}"),
         }
     }

@@ -9,7 +9,7 @@
 //! of its partitions past [`LEAF_MAX`] hashes: so a new line rewrites a few KiB whatever the
 //! day's size, and no sled node (up to 17 neighbouring partitions) reaches sled's 128 KiB frame
 //! limit, past which each rewrite becomes a blob file sled 0.34 never reclaims. A day deeper than
-//! 2 says so under its depth key ([`depth_key`]).
+//! 2 says so under its depth key (`engine/keys.rs`).
 //! The partition key comes from the line's content, never from where it was found, so copies and
 //! moved homes land in the same partition and dedupe for free.
 
@@ -37,24 +37,6 @@ impl LineHash {
 pub enum LineSet {
     Seen,
     Costed,
-}
-
-impl LineSet {
-    /// Where the set's partitions live: `s/` or `p/`.
-    pub fn prefix(self) -> &'static [u8] {
-        match self {
-            LineSet::Seen => b"s/",
-            LineSet::Costed => b"p/",
-        }
-    }
-
-    /// Where the set's days deeper than [`FIRST_DEPTH`] say their depth: `sd/` or `pd/`.
-    pub fn depth_prefix(self) -> &'static [u8] {
-        match self {
-            LineSet::Seen => b"sd/",
-            LineSet::Costed => b"pd/",
-        }
-    }
 }
 
 /// A day's depth when it has no depth key: four partitions.
@@ -102,44 +84,6 @@ impl PartitionKey {
             bucket: bucket_of(hash.0, depth),
         }
     }
-
-    /// At depth 2 `s/<day>/<bucket>`, the bucket as one hex digit (`s/-/<bucket>` without a
-    /// day); deeper `s/<day>/<depth>/<bucket>`, the depth as two decimal digits and the bucket as
-    /// `depth / 4` hex digits, rounded up. Under `p/` for the cost pass's set.
-    pub fn key(&self, set: LineSet) -> Vec<u8> {
-        let mut out = day_prefix(set, self.day);
-        if self.depth == FIRST_DEPTH {
-            out.push(HEX[self.bucket as usize]);
-        } else {
-            out.extend_from_slice(format!("{:02}/", self.depth).as_bytes());
-            let digits = self.depth.div_ceil(4) as usize;
-            out.extend_from_slice(format!("{:0digits$x}", self.bucket).as_bytes());
-        }
-        out
-    }
-}
-
-const HEX: &[u8; 16] = b"0123456789abcdef";
-
-/// What every partition key of `day` in `set` starts with: `s/<day>/`, or `s/-/`.
-pub fn day_prefix(set: LineSet, day: Option<Day>) -> Vec<u8> {
-    let mut out = set.prefix().to_vec();
-    match &day {
-        Some(day) => out.extend_from_slice(day.as_bytes()),
-        None => out.push(b'-'),
-    }
-    out.push(b'/');
-    out
-}
-
-/// Where a day deeper than [`FIRST_DEPTH`] keeps its depth (one byte): `sd/<day>` or `sd/-`.
-pub fn depth_key(set: LineSet, day: Option<Day>) -> Vec<u8> {
-    let mut out = set.depth_prefix().to_vec();
-    match &day {
-        Some(day) => out.extend_from_slice(day.as_bytes()),
-        None => out.push(b'-'),
-    }
-    out
 }
 
 /// A stored depth, when it is one this build could have written.
@@ -297,25 +241,6 @@ mod tests {
         assert!(reloaded.insert(LineHash(u128::MAX)));
         let merged = Partition::decode(&reloaded.encode()).unwrap();
         assert_eq!(merged.stored, [1, 3, 5, 9, u128::MAX]);
-    }
-
-    #[test]
-    fn store_keys() {
-        let day = crate::ledger::timestamp::day_of_rfc3339("2026-08-07T00:00:00Z");
-        let hash = LineHash(0b10 << 126 | 5);
-        let key = PartitionKey::of(day, FIRST_DEPTH, hash);
-        assert_eq!(key.key(LineSet::Seen), b"s/2026-08-07/2".to_vec());
-        assert_eq!(key.key(LineSet::Costed), b"p/2026-08-07/2".to_vec());
-        let none = PartitionKey::of(None, FIRST_DEPTH, LineHash(1));
-        assert_eq!(none.key(LineSet::Seen), b"s/-/0".to_vec());
-        let deep = PartitionKey::of(day, 11, LineHash(0x3ff << 117));
-        assert_eq!(deep.bucket, 0x3ff);
-        assert_eq!(deep.key(LineSet::Seen), b"s/2026-08-07/11/3ff".to_vec());
-        assert_eq!(depth_key(LineSet::Seen, day), b"sd/2026-08-07".to_vec());
-        assert!(
-            deep.key(LineSet::Seen)
-                .starts_with(&day_prefix(LineSet::Seen, day))
-        );
     }
 
     #[test]

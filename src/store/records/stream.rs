@@ -24,11 +24,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use xxhash_rust::xxh3::xxh3_64;
-
-use super::StoreError;
-use super::counts::IngestCounts;
+use crate::bytes::put_sized;
 use crate::series::{Family, Sums};
+use crate::store::StoreError;
+use crate::store::counts::IngestCounts;
 
 const FILE: &str = "stream";
 const MAGIC: &[u8; 8] = b"rxstream";
@@ -139,82 +138,59 @@ impl StreamRecord {
             .max(self.start_ns)
     }
 
-    pub(super) fn encode(&self) -> Vec<u8> {
+    pub(in crate::store) fn encode(&self) -> Vec<u8> {
         let births: usize = self.births.keys().map(|(_, key)| 13 + key.len()).sum();
-        let mut out = Vec::with_capacity(
-            96 + (self.marks.len() + self.served.len()) * 120 + self.own.len() * 48 + births,
-        );
-        out.extend_from_slice(MAGIC);
-        out.push(VERSION);
+        let mut out = super::header(MAGIC, VERSION);
+        out.reserve(96 + (self.marks.len() + self.served.len()) * 120 + self.own.len() * 48 + births);
         out.extend_from_slice(&self.start_ns.to_le_bytes());
         out.extend_from_slice(&self.last_time_ns.to_le_bytes());
         out.extend_from_slice(&self.marks.encode());
         out.extend_from_slice(&(self.own.len() as u32).to_le_bytes());
         for (name, mark) in &self.own {
-            out.extend_from_slice(&(name.len() as u32).to_le_bytes());
-            out.extend_from_slice(name.as_bytes());
+            put_sized(&mut out, name.as_bytes());
             out.extend_from_slice(&mark.to_le_bytes());
         }
         out.extend_from_slice(&(self.births.len() as u32).to_le_bytes());
         for ((family, key), born_ns) in &self.births {
             out.push(family_code(*family));
-            out.extend_from_slice(&(key.len() as u32).to_le_bytes());
-            out.extend_from_slice(key);
+            put_sized(&mut out, key);
             out.extend_from_slice(&born_ns.to_le_bytes());
         }
         out.extend_from_slice(&self.published_ns.to_le_bytes());
         out.extend_from_slice(&self.served.encode());
-        let counts = self.served_counts.encode();
-        out.extend_from_slice(&(counts.len() as u32).to_le_bytes());
-        out.extend_from_slice(&counts);
-        let checksum = xxh3_64(&out);
-        out.extend_from_slice(&checksum.to_le_bytes());
-        out
+        put_sized(&mut out, &self.served_counts.encode());
+        super::seal(out)
     }
 
-    pub(super) fn decode(bytes: &[u8]) -> Option<StreamRecord> {
-        let (body, checksum) = bytes.split_at_checked(bytes.len().checked_sub(8)?)?;
-        if xxh3_64(body).to_le_bytes() != checksum {
-            return None;
-        }
-        let mut r = Reader(body);
-        if r.take(MAGIC.len())? != MAGIC {
-            return None;
-        }
-        let version = r.take(1)?[0];
+    pub(in crate::store) fn decode(bytes: &[u8]) -> Option<StreamRecord> {
+        let (version, mut r) = super::open(bytes, MAGIC)?;
         let start_ns = r.u64()?;
         let last_time_ns = r.u64()?;
-        let (marks, rest) = match version {
-            2..=VERSION => Sums::decode(r.0)?,
-            1 => Sums::decode_tokens(r.0)?,
+        let marks = match version {
+            2..=VERSION => Sums::read(&mut r)?,
+            1 => Sums::read_tokens(&mut r)?,
             _ => return None,
         };
-        r.0 = rest;
         let mut own = BTreeMap::new();
         for _ in 0..r.u32()? {
-            let name_len = r.u32()? as usize;
-            let name = String::from_utf8(r.take(name_len)?.to_vec()).ok()?;
+            let name = String::from_utf8(r.sized()?.to_vec()).ok()?;
             own.insert(name, r.u64()?);
         }
         let mut births = BTreeMap::new();
         if version >= 3 {
             for _ in 0..r.u32()? {
-                let family = family_of(r.take(1)?[0])?;
-                let key_len = r.u32()? as usize;
-                let key = r.take(key_len)?.to_vec();
+                let family = family_of(r.u8()?)?;
+                let key = r.sized()?.to_vec();
                 births.insert((family, key), r.u64()?);
             }
         }
         let published_ns = if version >= 4 { r.u64()? } else { 0 };
         let (mut served, mut served_counts) = (Sums::default(), IngestCounts::default());
         if version >= 5 {
-            let rest;
-            (served, rest) = Sums::decode(r.0)?;
-            r.0 = rest;
-            let len = r.u32()? as usize;
-            served_counts = IngestCounts::decode(r.take(len)?)?;
+            served = Sums::read(&mut r)?;
+            served_counts = IngestCounts::decode(r.sized()?)?;
         }
-        r.0.is_empty().then_some(StreamRecord {
+        r.is_empty().then_some(StreamRecord {
             start_ns,
             last_time_ns,
             marks,
@@ -255,25 +231,6 @@ impl StreamRecord {
     }
 }
 
-/// Reads little-endian fields off the front of a byte slice.
-struct Reader<'a>(&'a [u8]);
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        let (head, rest) = self.0.split_at_checked(n)?;
-        self.0 = rest;
-        Some(head)
-    }
-
-    fn u32(&mut self) -> Option<u32> {
-        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
-    }
-
-    fn u64(&mut self) -> Option<u64> {
-        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
-    }
-}
-
 /// Where the stream record of the store under `state_dir` lives.
 pub fn path_in(state_dir: &Path) -> PathBuf {
     state_dir.join(FILE)
@@ -281,25 +238,20 @@ pub fn path_in(state_dir: &Path) -> PathBuf {
 
 /// Reads the record at `path`: `None` when there is none.
 pub fn read(path: &Path) -> Result<Option<StreamRecord>, StoreError> {
-    match crate::files::read_own(path, crate::files::MAX_OWN_BYTES) {
-        Ok(bytes) => StreamRecord::decode(&bytes)
-            .map(Some)
-            .ok_or_else(|| StoreError::Corrupt {
-                path: path.to_path_buf(),
-                detail: "unreadable stream record".into(),
-            }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(error) => Err(StoreError::Io {
+    let Some(bytes) = super::read(path)? else {
+        return Ok(None);
+    };
+    StreamRecord::decode(&bytes)
+        .map(Some)
+        .ok_or_else(|| StoreError::Corrupt {
             path: path.to_path_buf(),
-            error,
-        }),
-    }
+            detail: "unreadable stream record".into(),
+        })
 }
 
 /// Replaces the record at `path` so that it survives a power cut.
 pub fn write(path: &Path, record: &StreamRecord) -> Result<(), StoreError> {
-    crate::files::replace(path, &record.encode(), crate::files::Durability::PowerCut)
-        .map_err(|error| StoreError::io(path, error))
+    super::replace(path, &record.encode())
 }
 
 #[cfg(test)]
@@ -353,7 +305,7 @@ mod tests {
 
     #[test]
     fn any_damaged_byte_makes_the_record_unreadable() {
-        super::super::damage::assert_every_damage_is_refused(&record().encode(), |bytes| {
+        super::super::assert_every_damage_is_refused(&record().encode(), |bytes| {
             StreamRecord::decode(bytes).is_some()
         });
     }

@@ -13,15 +13,12 @@
 
 use std::path::{Path, PathBuf};
 
-use xxhash_rust::xxh3::xxh3_64;
+use crate::store::{PendingExport, StoreError};
 
-use super::{PendingExport, StoreError};
-
-/// The file's first bytes, with the format's version last.
+/// The file's first bytes, before the format's version.
 const MAGIC: &[u8; 8] = b"rxexport";
 /// 3 carries the cost families; 2 (before cost) is read as tokens only.
 const VERSION: u8 = 3;
-const HEADER_LEN: usize = MAGIC.len() + 1 + 8 + 8;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExportRecord {
@@ -33,37 +30,26 @@ pub struct ExportRecord {
 }
 
 impl ExportRecord {
-    pub(super) fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(HEADER_LEN + 256);
-        out.extend_from_slice(MAGIC);
-        out.push(VERSION);
+    pub(in crate::store) fn encode(&self) -> Vec<u8> {
+        let mut out = super::header(MAGIC, VERSION);
         out.extend_from_slice(&self.created_ns.to_le_bytes());
         out.extend_from_slice(&self.number.to_le_bytes());
         out.extend_from_slice(&self.pending.encode());
-        let checksum = xxh3_64(&out);
-        out.extend_from_slice(&checksum.to_le_bytes());
-        out
+        super::seal(out)
     }
 
-    pub(super) fn decode(bytes: &[u8]) -> Option<ExportRecord> {
-        let (body, checksum) = bytes.split_at_checked(bytes.len().checked_sub(8)?)?;
-        if xxh3_64(body).to_le_bytes() != checksum || body.len() < HEADER_LEN {
-            return None;
-        }
-        let (header, pending) = body.split_at(HEADER_LEN);
-        let (magic, rest) = header.split_at(MAGIC.len());
-        if magic != MAGIC {
-            return None;
-        }
-        let pending = match rest[0] {
-            VERSION => PendingExport::decode(pending)?,
-            2 => PendingExport::decode_before_cost(pending)?,
+    pub(in crate::store) fn decode(bytes: &[u8]) -> Option<ExportRecord> {
+        let (version, mut fields) = super::open(bytes, MAGIC)?;
+        let created_ns = fields.u64()?;
+        let number = fields.u64()?;
+        let pending = match version {
+            VERSION => PendingExport::decode(fields.rest())?,
+            2 => PendingExport::decode_before_cost(fields.rest())?,
             _ => return None,
         };
-        let number_at = |at: usize| u64::from_le_bytes(rest[at..at + 8].try_into().expect("8 bytes"));
         Some(ExportRecord {
-            created_ns: number_at(1),
-            number: number_at(9),
+            created_ns,
+            number,
             pending,
         })
     }
@@ -76,24 +62,20 @@ pub fn path_in(state_dir: &Path) -> PathBuf {
 
 /// Reads the record at `path` beside the store at `store`: `None` when there is none.
 pub fn read(path: &Path, store: &Path) -> Result<Option<ExportRecord>, StoreError> {
-    match crate::files::read_own(path, crate::files::MAX_OWN_BYTES) {
-        Ok(bytes) => ExportRecord::decode(&bytes)
-            .map(Some)
-            .ok_or_else(|| StoreError::Corrupt {
-                path: store.to_path_buf(),
-                detail: format!("unreadable export record {}", path.display()),
-            }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(error) => Err(StoreError::Io {
-            path: path.to_path_buf(),
-            error,
-        }),
-    }
+    let Some(bytes) = super::read(path)? else {
+        return Ok(None);
+    };
+    ExportRecord::decode(&bytes)
+        .map(Some)
+        .ok_or_else(|| StoreError::Corrupt {
+            path: store.to_path_buf(),
+            detail: format!("unreadable export record {}", path.display()),
+        })
 }
 
 /// Replaces the record at `path` so that it survives a power cut.
-pub fn write(path: &Path, record: &ExportRecord) -> std::io::Result<()> {
-    crate::files::replace(path, &record.encode(), crate::files::Durability::PowerCut)
+pub fn write(path: &Path, record: &ExportRecord) -> Result<(), StoreError> {
+    super::replace(path, &record.encode())
 }
 
 #[cfg(test)]
@@ -130,7 +112,7 @@ mod tests {
 
     #[test]
     fn any_damaged_byte_makes_the_record_unreadable() {
-        super::super::damage::assert_every_damage_is_refused(&record().encode(), |bytes| {
+        super::super::assert_every_damage_is_refused(&record().encode(), |bytes| {
             ExportRecord::decode(bytes).is_some()
         });
     }
