@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::files::{self, Durability};
-use crate::series::{Quantity, Sums};
+use crate::series::{Quantity, Sums, Totals};
 use crate::store::counts::IngestCounts;
 
 /// The `status --json` document.
@@ -33,14 +33,41 @@ pub struct SeriesJson {
     pub model_ref: String,
     pub provider: String,
     pub source: String,
-    pub prompt: u64,
-    pub completion: u64,
-    pub reasoning: u64,
-    pub cache_hit: u64,
-    pub cache_miss: u64,
-    pub total: u64,
-    pub requests: u64,
-    pub turns: u64,
+    /// A field per quantity, named by its key, in [`Quantity::ALL`]'s order.
+    #[serde(flatten, with = "quantities")]
+    pub totals: Totals,
+}
+
+/// [`Totals`] as fields of the series they belong to.
+mod quantities {
+    use serde::de::Error as _;
+    use serde::ser::SerializeMap as _;
+    use serde::{Deserialize as _, Deserializer, Serializer};
+
+    use super::{BTreeMap, Quantity, Totals};
+
+    pub fn serialize<S: Serializer>(totals: &Totals, out: S) -> Result<S::Ok, S::Error> {
+        let mut map = out.serialize_map(Some(Quantity::COUNT))?;
+        for q in Quantity::ALL {
+            map.serialize_entry(q.key(), &totals.get(q))?;
+        }
+        map.end()
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(fields: D) -> Result<Totals, D::Error> {
+        let fields = BTreeMap::<String, serde_json::Value>::deserialize(fields)?;
+        let mut totals = Totals::default();
+        for q in Quantity::ALL {
+            let value = fields
+                .get(q.key())
+                .ok_or_else(|| D::Error::missing_field(q.key()))?;
+            let value = value
+                .as_u64()
+                .ok_or_else(|| D::Error::custom(format!("{} is not a count", q.key())))?;
+            totals.set(q, value);
+        }
+        Ok(totals)
+    }
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -92,14 +119,7 @@ impl StatusJson {
                 model_ref: a.model_ref.clone(),
                 provider: a.provider.clone(),
                 source: a.source.clone(),
-                prompt: t.get(Quantity::Prompt),
-                completion: t.get(Quantity::Completion),
-                reasoning: t.get(Quantity::Reasoning),
-                cache_hit: t.get(Quantity::CacheHit),
-                cache_miss: t.get(Quantity::CacheMiss),
-                total: t.get(Quantity::Total),
-                requests: t.get(Quantity::Requests),
-                turns: t.get(Quantity::Turns),
+                totals: *t,
             })
             .collect();
         let cost = lifetime
@@ -146,10 +166,9 @@ impl StatusJson {
     /// Requests priced by Reasonix (all requests less the unpriced ones), and the unpriced ones
     /// by reason.
     pub fn requests_by_pricing(&self) -> (u64, BTreeMap<&str, u64>) {
-        let all = self
-            .series
-            .iter()
-            .fold(0u64, |sum, s| sum.saturating_add(s.requests));
+        let all = self.series.iter().fold(0u64, |sum, s| {
+            sum.saturating_add(s.totals.get(Quantity::Requests))
+        });
         let mut unpriced: BTreeMap<&str, u64> = BTreeMap::new();
         for u in &self.unpriced {
             let sum = unpriced.entry(u.reason.as_str()).or_default();
@@ -157,20 +176,5 @@ impl StatusJson {
         }
         let priced = all.saturating_sub(unpriced.values().fold(0u64, |a, b| a.saturating_add(*b)));
         (priced, unpriced)
-    }
-}
-
-impl SeriesJson {
-    pub fn values(&self) -> [u64; 8] {
-        [
-            self.prompt,
-            self.completion,
-            self.reasoning,
-            self.cache_hit,
-            self.cache_miss,
-            self.total,
-            self.requests,
-            self.turns,
-        ]
     }
 }

@@ -26,10 +26,10 @@ pub async fn once(settings: &Settings) -> anyhow::Result<()> {
         // Listing does not panic; should it ever, list here.
         Err(_) => ingest::list(stats_dir),
     };
-    let mut health = SelfStats::default();
+    let mut self_stats = SelfStats::default();
     match ingest::poll_listed(&mut store, listing, &AtomicBool::new(false)) {
         Ok(report) => {
-            health = SelfStats {
+            self_stats = SelfStats {
                 counts: report.counts,
                 files_tracked: report.files as u64,
                 last_poll_seconds: report.duration().as_secs_f64(),
@@ -70,7 +70,7 @@ pub async fn once(settings: &Settings) -> anyhow::Result<()> {
         return Ok(());
     };
     let mut exporter = OtlpExporter::new(otlp.target.clone(), otlp.temporality, &settings.instance)?;
-    let report = exporter.export(&mut store, &health).await.map_err(|e| {
+    let report = exporter.export(&mut store, &self_stats).await.map_err(|e| {
         anyhow::anyhow!("{e}; nothing was lost: what was ingested stays committed and is exported next time")
     })?;
     crate::export::otlp::warn_held(report.held);

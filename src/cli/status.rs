@@ -2,7 +2,7 @@
 
 use anyhow::Context;
 
-use crate::series::Quantity;
+use crate::series::{Quantity, Totals};
 use crate::settings::Settings;
 use crate::snapshot::{self, StatusJson};
 use crate::store::{Store, StoreError};
@@ -62,22 +62,19 @@ fn render_table(doc: &StatusJson) -> String {
     let mut header: Vec<String> = ["model_ref", "provider", "source"].map(String::from).to_vec();
     header.extend(Quantity::ALL.iter().map(|q| q.key().to_string()));
     rows.push(header);
-    let mut sum = [0u64; 8];
+    let mut sum = Totals::default();
     for series in &doc.series {
-        let values = series.values();
-        for (a, b) in sum.iter_mut().zip(values) {
-            *a = a.saturating_add(b);
-        }
+        sum.add(&series.totals);
         let mut row = vec![
             series.model_ref.clone(),
             series.provider.clone(),
             series.source.clone(),
         ];
-        row.extend(values.iter().map(|v| thousands(*v)));
+        row.extend(Quantity::ALL.map(|q| thousands(series.totals.get(q))));
         rows.push(row);
     }
     let mut total_row = vec!["total".to_string(), String::new(), String::new()];
-    total_row.extend(sum.iter().map(|v| thousands(*v)));
+    total_row.extend(Quantity::ALL.map(|q| thousands(sum.get(q))));
     rows.push(total_row);
 
     let mut out = aligned(&rows, 3, true);

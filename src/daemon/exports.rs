@@ -13,11 +13,11 @@ impl Daemon {
     /// Prepares the next request (its record made durable) and sends it from a task of its own.
     pub(super) fn start_export(&mut self) -> anyhow::Result<()> {
         self.retry_at = None;
-        let health = self.health();
+        let self_stats = self.self_stats();
         let (Some(exporter), Some(store)) = (self.exporter.as_mut(), self.store.as_mut()) else {
             return Ok(());
         };
-        let outgoing = match exporter.prepare(store, &health) {
+        let outgoing = match exporter.prepare(store, &self_stats) {
             Ok(Some(outgoing)) => outgoing,
             Ok(None) => return Ok(()),
             Err(ExportError::Store(e)) => return self.pause(e),

@@ -27,7 +27,7 @@ use tokio::task::JoinHandle;
 
 use crate::export::health::ExportHealth;
 use crate::export::otlp::{ExportError, OtlpExporter, Outgoing, Sent};
-use crate::export::prometheus::{self, Snapshot};
+use crate::export::prometheus::{self, ScrapeView};
 use crate::export::self_metrics::SelfStats;
 use crate::ingest::PollReport;
 use crate::ledger::watch::Watcher;
@@ -65,7 +65,7 @@ pub async fn run(settings: &Settings) -> anyhow::Result<()> {
         }
     });
     let store = Store::open(&settings.state_dir.value, settings.reset_state)?;
-    let (snapshots, snapshot_rx) = watch::channel(Arc::new(Snapshot::default()));
+    let (scrape_views, scrape_view_rx) = watch::channel(Arc::new(ScrapeView::default()));
     let mut serving = None;
     let mut listening = None;
     if let Some(addr) = settings.prometheus.value {
@@ -85,13 +85,13 @@ pub async fn run(settings: &Settings) -> anyhow::Result<()> {
         )?),
         None => None,
     };
-    let mut daemon = Daemon::new(settings, store, exporter, snapshots, serving, stopping);
+    let mut daemon = Daemon::new(settings, store, exporter, scrape_views, serving, stopping);
     // The store's totals are what the first scrape sees: served before them, a scrape would show
     // the lifetime counters at zero, which Prometheus takes for a reset. (A client that connects
     // meanwhile waits in the listen queue.)
     daemon.publish();
     if let Some(listener) = listening {
-        tokio::spawn(prometheus::serve(listener, snapshot_rx));
+        tokio::spawn(prometheus::serve(listener, scrape_view_rx));
     }
     daemon.serve(&stopped).await
 }
@@ -102,7 +102,7 @@ struct Daemon {
     /// Counting is paused because the store could not be written.
     fault: Option<StoreFault>,
     settings: Settings,
-    snapshots: watch::Sender<Arc<Snapshot>>,
+    scrape_views: watch::Sender<Arc<ScrapeView>>,
     wake: Arc<Notify>,
     watcher: Option<Watcher>,
     /// Setting up file events failed for the folder as it is now.
@@ -142,7 +142,7 @@ impl Daemon {
         settings: &Settings,
         store: Store,
         exporter: Option<OtlpExporter>,
-        snapshots: watch::Sender<Arc<Snapshot>>,
+        scrape_views: watch::Sender<Arc<ScrapeView>>,
         serving: Option<String>,
         stopping: Arc<AtomicBool>,
     ) -> Daemon {
@@ -150,7 +150,7 @@ impl Daemon {
             store: Some(store),
             fault: None,
             settings: settings.clone(),
-            snapshots,
+            scrape_views,
             wake: Arc::new(Notify::new()),
             watcher: None,
             watch_broken: false,
@@ -198,9 +198,9 @@ impl Daemon {
         self.shut_down().await
     }
 
-    fn health(&self) -> SelfStats {
+    fn self_stats(&self) -> SelfStats {
         let Some(store) = self.store.as_ref() else {
-            return self.snapshots.borrow().health;
+            return self.scrape_views.borrow().self_stats;
         };
         SelfStats {
             counts: *store.counts(),
@@ -214,7 +214,7 @@ impl Daemon {
 
     /// Hands `/metrics` and `status` the store's committed state.
     fn publish(&mut self) {
-        let health = self.health();
+        let self_stats = self.self_stats();
         let Some(store) = self.store.as_mut() else {
             return;
         };
@@ -245,14 +245,14 @@ impl Daemon {
         // as a reset, and counts the whole history again (docs/counting-rules.md, "Rebuilds").
         let mut lifetime = store.lifetime().clone();
         lifetime.raise_to(&store.stream().served);
-        let mut health = health;
-        health.counts = health.counts.raised_to(&store.stream().served_counts);
-        // A moment the snapshot holds the series the stream record lists, and none other: what
+        let mut self_stats = self_stats;
+        self_stats.counts = self_stats.counts.raised_to(&store.stream().served_counts);
+        // A moment the scrape view holds the series the stream record lists, and none other: what
         // a series found later is dated after (here, and by the next run).
         let noted = self.births_noted.0 == series;
         if self.caught_up && noted {
             self.published_ns = Some(now_ns);
-            if let Err(e) = store.note_publication(now_ns, false, &lifetime, &health.counts) {
+            if let Err(e) = store.note_publication(now_ns, false, &lifetime, &self_stats.counts) {
                 tracing::debug!("cannot note the publication in the state dir: {e}");
             }
         }
@@ -268,10 +268,10 @@ impl Daemon {
                 Err(e) => tracing::warn!("cannot write the status snapshot in the state dir: {e}"),
             }
         }
-        self.snapshots.send_replace(Arc::new(Snapshot {
+        self.scrape_views.send_replace(Arc::new(ScrapeView {
             lifetime,
             births: self.births_noted.1.clone(),
-            health,
+            self_stats,
         }));
     }
 
@@ -286,13 +286,13 @@ impl Daemon {
                 _ => tracing::warn!("the export in flight did not finish; the next export supersedes it"),
             }
         }
-        let health = self.health();
+        let self_stats = self.self_stats();
         if let (Some(store), Some(_)) = (self.store.as_mut(), self.published_ns) {
             let served = store.lifetime().len() == self.births_noted.0;
-            let last = self.snapshots.borrow().clone();
+            let last = self.scrape_views.borrow().clone();
             let now_ns = crate::export::otlp::now_ns();
             if served
-                && let Err(e) = store.note_publication(now_ns, true, &last.lifetime, &last.health.counts)
+                && let Err(e) = store.note_publication(now_ns, true, &last.lifetime, &last.self_stats.counts)
             {
                 tracing::debug!("cannot note the last publication in the state dir: {e}");
             }
@@ -300,7 +300,7 @@ impl Daemon {
         if self.store.is_none() {
             tracing::warn!("stopped while counting was paused; the next start resumes it from the ledger");
         } else if let (Some(exporter), Some(store)) = (self.exporter.as_mut(), self.store.as_mut()) {
-            let last = exporter.export(store, &health);
+            let last = exporter.export(store, &self_stats);
             match tokio::time::timeout_at(deadline, last).await {
                 Ok(Ok(_)) => tracing::info!("stopped; everything committed was exported"),
                 Ok(Err(ExportError::Store(e))) => {

@@ -29,7 +29,7 @@ fn run_daemon(
     state: &Path,
     poll: &str,
     endpoint: Option<&str>,
-) -> (Running, watch::Receiver<Arc<Snapshot>>) {
+) -> (Running, watch::Receiver<Arc<ScrapeView>>) {
     let mut flags: Flags = [
         ("stats_dir", stats.to_str().unwrap()),
         ("state_dir", state.to_str().unwrap()),
@@ -51,9 +51,9 @@ fn run_daemon(
         .as_ref()
         .map(|otlp| OtlpExporter::new(otlp.target.clone(), otlp.temporality, "test@host").unwrap());
     let store = Store::open(state, false).unwrap();
-    let (snapshots, published) = watch::channel(Arc::new(Snapshot::default()));
+    let (scrape_views, published) = watch::channel(Arc::new(ScrapeView::default()));
     let stopping = Arc::new(AtomicBool::new(false));
-    let mut daemon = Daemon::new(&settings, store, exporter, snapshots, None, stopping);
+    let mut daemon = Daemon::new(&settings, store, exporter, scrape_views, None, stopping);
     let stopped = Arc::new(Notify::new());
     let stop = stopped.clone();
     let task = tokio::spawn(async move { daemon.serve(&stop).await });

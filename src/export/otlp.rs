@@ -180,10 +180,10 @@ impl OtlpExporter {
     pub async fn export(
         &mut self,
         store: &mut Store,
-        health: &SelfStats,
+        self_stats: &SelfStats,
     ) -> Result<ExportReport, ExportError> {
         loop {
-            let Some(outgoing) = self.prepare(store, health)? else {
+            let Some(outgoing) = self.prepare(store, self_stats)? else {
                 return Ok(ExportReport::default());
             };
             let sent = outgoing.send(self.transport()).await;
@@ -203,7 +203,7 @@ impl OtlpExporter {
     pub fn prepare(
         &mut self,
         store: &mut Store,
-        health: &SelfStats,
+        self_stats: &SelfStats,
     ) -> Result<Option<Outgoing>, ExportError> {
         if store.pending_export().is_some() {
             // A delta export a run did not see answered: its outcome is unknown.
@@ -242,7 +242,7 @@ impl OtlpExporter {
             values: if born { &births } else { &values },
             temporality: self.temporality,
             interval: Interval { start_ns, end_ns },
-            health,
+            self_stats,
             stream,
             births: born,
         };

@@ -1,6 +1,6 @@
 //! The OTLP request for a set of counter values: the ten metrics of the README's "Metrics" (eight
 //! token quantities, spend and unpriced requests), one data point per series and quantity with a
-//! value, and the exporter's own health.
+//! value, and the exporter's own metrics.
 //!
 //! With cumulative temporality every point is the store's lifetime total under the stream's one
 //! start time, and a point below the highest value ever sent for it (its mark, see
@@ -19,7 +19,8 @@ use opentelemetry_proto::tonic::resource::v1::Resource;
 use prost::Message;
 
 use super::self_metrics::{Kind, SelfStats};
-use crate::series::cost::{COST, MetricNames, SeriesKey, UNPRICED};
+use crate::series::MetricNames;
+use crate::series::cost::{COST, SeriesKey, UNPRICED};
 use crate::series::{AttrSet, Quantity, Sums};
 use crate::store::stream::StreamRecord;
 
@@ -54,9 +55,9 @@ pub struct Contents<'a> {
     pub temporality: Temporality,
     /// The ledger points' interval.
     pub interval: Interval,
-    /// The exporter's own health; its counters are lifetime counts from the stream's start.
-    pub health: &'a SelfStats,
-    /// The stream: its start for the health counters and, with cumulative temporality, the marks
+    /// The exporter's own metrics; its counters are lifetime counts from the stream's start.
+    pub self_stats: &'a SelfStats,
+    /// The stream: its start for its own counters and, with cumulative temporality, the marks
     /// below which a point is held.
     pub stream: &'a StreamRecord,
     /// A birth export: every point of `values` is sent as 0 (and nothing else), so that the
@@ -72,7 +73,7 @@ pub struct Part {
 }
 
 /// The export as encoded requests of at most `max_bytes` each (when a single series fits),
-/// split by series so that each series' points travel together; the exporter's health goes with
+/// split by series so that each series' points travel together; the exporter's own metrics goes with
 /// the first. `None` when no ledger series has a value to send.
 pub fn parts(resource: &Resource, contents: &Contents<'_>, max_bytes: usize) -> Option<(Vec<Part>, Built)> {
     let whole = request(resource, contents)?;
@@ -116,7 +117,12 @@ pub fn request(resource: &Resource, contents: &Contents<'_>) -> Option<Built> {
     build(resource, contents, contents.values, true)
 }
 
-fn build(resource: &Resource, contents: &Contents<'_>, values: &Sums, with_health: bool) -> Option<Built> {
+fn build(
+    resource: &Resource,
+    contents: &Contents<'_>,
+    values: &Sums,
+    with_self_stats: bool,
+) -> Option<Built> {
     let (mut points, mut held) = (0, 0);
     let marks = &contents.stream.marks;
     let mut metrics = Vec::new();
@@ -157,8 +163,8 @@ fn build(resource: &Resource, contents: &Contents<'_>, values: &Sums, with_healt
         start_ns: contents.stream.start_ns,
         end_ns: contents.interval.end_ns,
     };
-    if with_health && !contents.births {
-        metrics.extend(self_metrics(contents.health, own, &contents.stream.own));
+    if with_self_stats && !contents.births {
+        metrics.extend(self_metrics(contents.self_stats, own, &contents.stream.own));
     }
     let request = ExportMetricsServiceRequest {
         resource_metrics: vec![ResourceMetrics {
@@ -250,7 +256,7 @@ pub fn marked(contents: &Contents<'_>) -> StreamRecord {
     if contents.temporality == Temporality::Cumulative {
         stream.marks.raise_to(contents.values);
     }
-    for (name, value) in own_counters(contents.health) {
+    for (name, value) in own_counters(contents.self_stats) {
         let mark = stream.own.entry(name).or_default();
         *mark = (*mark).max(value);
     }
@@ -258,8 +264,8 @@ pub fn marked(contents: &Contents<'_>) -> StreamRecord {
 }
 
 /// The exporter's own counters that carry lifetime counts, by point name.
-fn own_counters(health: &SelfStats) -> impl Iterator<Item = (String, u64)> {
-    health
+fn own_counters(self_stats: &SelfStats) -> impl Iterator<Item = (String, u64)> {
+    self_stats
         .metrics()
         .into_iter()
         .filter(|m| m.kind == Kind::Counter)
@@ -290,10 +296,10 @@ fn attributes(pairs: &[(&str, &str)]) -> Vec<KeyValue> {
         .collect()
 }
 
-/// The exporter's health as OTLP metrics: counters as lifetime counts from the stream's start
+/// The exporter's own metrics as OTLP metrics: counters as lifetime counts from the stream's start
 /// (`own`), a point below its mark held like a ledger point; gauges as they are now.
-fn self_metrics(health: &SelfStats, own: Interval, marks: &BTreeMap<String, u64>) -> Vec<Metric> {
-    health
+fn self_metrics(self_stats: &SelfStats, own: Interval, marks: &BTreeMap<String, u64>) -> Vec<Metric> {
+    self_stats
         .metrics()
         .into_iter()
         .filter(|m| m.kind != Kind::ProcessCounter)

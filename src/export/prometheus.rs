@@ -19,20 +19,21 @@ use hyper_util::service::TowerToHyperService;
 use tokio::sync::{Semaphore, watch};
 
 use super::self_metrics::{Kind, SelfStats};
-use crate::series::cost::{COST, MetricNames, SeriesKey, UNPRICED};
+use crate::series::MetricNames;
+use crate::series::cost::{COST, SeriesKey, UNPRICED};
 use crate::series::{Family, Quantity, Sums};
 use crate::store::stream::SeriesId;
 
 /// What a scrape shows: published by the daemon after every commit.
 #[derive(Debug, Clone, Default)]
-pub struct Snapshot {
+pub struct ScrapeView {
     pub lifetime: Sums,
     /// When each series born after the store's first publication was born (Unix ns): its
     /// `_created`, from which a scraper that ingests it counts the series' first value. A series
     /// the store had at its first publication (its history) has none: its first value is not
     /// growth (docs/counting-rules.md, "Births").
     pub births: Arc<BTreeMap<SeriesId, u64>>,
-    pub health: SelfStats,
+    pub self_stats: SelfStats,
 }
 
 const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -57,14 +58,14 @@ const STARVATION_OVER: Duration = Duration::from_secs(30);
 /// Serves `/metrics` on `listener` until the task is dropped. Any local user can connect, so
 /// every connection is bounded in number, time and memory, and a failed accept is never fatal:
 /// ingestion and exports go on whatever the clients do.
-pub async fn serve(listener: tokio::net::TcpListener, snapshots: watch::Receiver<Arc<Snapshot>>) {
+pub async fn serve(listener: tokio::net::TcpListener, scrape_views: watch::Receiver<Arc<ScrapeView>>) {
     let app = axum::Router::new()
         .route("/metrics", axum::routing::get(metrics))
         .route(
             "/",
             axum::routing::get(|| async { "reasonix-exporter: see /metrics\n" }),
         )
-        .with_state(snapshots);
+        .with_state(scrape_views);
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     // When accepting last failed for want of descriptors, while that episode lasts.
     let mut starved: Option<Instant> = None;
@@ -116,17 +117,17 @@ fn out_of_descriptors(e: &std::io::Error) -> bool {
 }
 
 async fn metrics(
-    State(snapshots): State<watch::Receiver<Arc<Snapshot>>>,
+    State(scrape_views): State<watch::Receiver<Arc<ScrapeView>>>,
     headers: HeaderMap,
 ) -> impl IntoResponse {
-    let snapshot = snapshots.borrow().clone();
+    let view = scrape_views.borrow().clone();
     let accept: Vec<&str> = headers
         .get_all(header::ACCEPT)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .collect();
     let openmetrics = wants_openmetrics(&accept.join(","));
-    let body = encode(&snapshot, openmetrics);
+    let body = encode(&view, openmetrics);
     (
         [(header::CONTENT_TYPE, if openmetrics { OPENMETRICS } else { TEXT })],
         body,
@@ -158,11 +159,11 @@ fn wants_openmetrics(accept: &str) -> bool {
     openmetrics > 0.0 && openmetrics >= text
 }
 
-/// The exposition text for `snapshot`.
-pub fn encode(snapshot: &Snapshot, openmetrics: bool) -> String {
-    let mut out = String::with_capacity(4096 + snapshot.lifetime.len() * 8 * 120);
-    let births = openmetrics.then_some(&*snapshot.births);
-    let sums = &snapshot.lifetime;
+/// The exposition text for `view`.
+pub fn encode(view: &ScrapeView, openmetrics: bool) -> String {
+    let mut out = String::with_capacity(4096 + view.lifetime.len() * 8 * 120);
+    let births = openmetrics.then_some(&*view.births);
+    let sums = &view.lifetime;
     for quantity in Quantity::ALL {
         // Every quantity of a known series, zeros too: a counter Prometheus first sees above
         // zero loses that first increment to `increase()`.
@@ -182,7 +183,7 @@ pub fn encode(snapshot: &Snapshot, openmetrics: bool) -> String {
         &sums.unpriced,
         |n| n.to_string(),
     );
-    for metric in snapshot.health.metrics() {
+    for metric in view.self_stats.metrics() {
         let (name, kind) = match metric.kind {
             Kind::Counter | Kind::ProcessCounter => (format!("{}_total", metric.prom_name), "counter"),
             Kind::Gauge => (metric.prom_name.to_string(), "gauge"),
@@ -270,7 +271,7 @@ mod tests {
     use super::*;
     use crate::series::{AttrSet, Totals};
 
-    fn snapshot() -> Snapshot {
+    fn view() -> ScrapeView {
         let mut totals = Totals::default();
         totals.set(Quantity::Prompt, 7517);
         totals.set(Quantity::Requests, 1);
@@ -280,13 +281,13 @@ mod tests {
             source: "cli".into(),
         };
         let born = (Family::Tokens, attrs.encode());
-        Snapshot {
+        ScrapeView {
             lifetime: Sums {
                 tokens: BTreeMap::from([(attrs, totals)]),
                 ..Sums::default()
             },
             births: Arc::new(BTreeMap::from([(born, 1_764_500_000_250_000_000)])),
-            health: SelfStats::default(),
+            self_stats: SelfStats::default(),
         }
     }
 
@@ -310,7 +311,7 @@ mod tests {
 
     #[test]
     fn text_format_has_counters_with_escaped_labels() {
-        let text = encode(&snapshot(), false);
+        let text = encode(&view(), false);
         assert!(
             text.contains("# TYPE reasonix_prompt_tokens_total counter\n"),
             "{text}"
@@ -331,7 +332,7 @@ mod tests {
 
     #[test]
     fn spend_is_the_exact_decimal_per_currency() {
-        let mut snapshot = snapshot();
+        let mut view = view();
         let attrs = AttrSet::folded();
         let cost = crate::series::cost::CostSeries {
             attrs: attrs.clone(),
@@ -339,13 +340,13 @@ mod tests {
             billing_mode: "payg".into(),
         };
         let amount = crate::ledger::quote::Amount::parse("999999999999999999.999999999").unwrap();
-        snapshot.lifetime.cost.insert(cost, amount);
+        view.lifetime.cost.insert(cost, amount);
         let unpriced = crate::series::cost::UnpricedSeries {
             attrs,
             reason: "no_price".into(),
         };
-        snapshot.lifetime.unpriced.insert(unpriced, 3);
-        let text = encode(&snapshot, true);
+        view.lifetime.unpriced.insert(unpriced, 3);
+        let text = encode(&view, true);
         assert!(
             text.contains(r#"reasonix_cost_total{model_ref="other",provider="other",source="other",currency="JPY",billing_mode="payg"} 999999999999999999.999999999"#),
             "{text}"
@@ -359,7 +360,7 @@ mod tests {
 
     #[test]
     fn openmetrics_has_a_born_series_created_and_eof() {
-        let text = encode(&snapshot(), true);
+        let text = encode(&view(), true);
         assert!(text.contains("# TYPE reasonix_prompt_tokens counter\n"), "{text}");
         assert!(text.contains("reasonix_prompt_tokens_created{"), "{text}");
         assert!(text.contains("} 1764500000.250\n"), "{text}");
@@ -368,9 +369,9 @@ mod tests {
 
     #[test]
     fn a_series_of_the_history_has_no_created() {
-        let mut snapshot = snapshot();
-        snapshot.births = Arc::default();
-        let text = encode(&snapshot, true);
+        let mut view = view();
+        view.births = Arc::default();
+        let text = encode(&view, true);
         assert!(!text.contains("_created"), "{text}");
     }
 }

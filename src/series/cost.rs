@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 
-use super::{AttrSet, label};
+use super::{AttrSet, MetricNames, label};
 
 /// Distinct values one of `billing_mode` and `reason` may take before further values become
 /// [`OTHER`]. Currencies are never folded (the ISO list bounds them), nor are the two billing
@@ -28,15 +28,6 @@ pub const NEVER_FOLDED: [&str; 5] = [
     BAD_COST,
     UNKNOWN_CURRENCY,
 ];
-
-/// The names of one of the two cost metrics in every output.
-#[derive(Debug, Clone, Copy)]
-pub struct MetricNames {
-    pub otlp_name: &'static str,
-    pub prom_name: &'static str,
-    pub unit: &'static str,
-    pub description: &'static str,
-}
 
 pub const COST: MetricNames = MetricNames {
     otlp_name: "reasonix.cost",

@@ -19,6 +19,16 @@ pub use deltas::{Part, SeriesDeltas};
 pub use sums::{Counter, Family, Sums};
 pub use totals::{Quantity, Totals};
 
+/// The names of one exported metric in every output: a quantity's ([`Quantity::names`]), the
+/// spend's ([`cost::COST`]) or the unpriced requests' ([`cost::UNPRICED`]).
+#[derive(Debug, Clone, Copy)]
+pub struct MetricNames {
+    pub otlp_name: &'static str,
+    pub prom_name: &'static str,
+    pub unit: &'static str,
+    pub description: &'static str,
+}
+
 /// The hasher of the per-line maps (raw labels to series, days to seen-set partitions): each
 /// write one xxh3-64 call. xxhash-rust's own `Xxh3Builder` copies its whole streaming state for
 /// every key, which showed in the backfill profile.

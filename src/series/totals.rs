@@ -1,6 +1,6 @@
 //! The eight counted quantities of a series.
 
-use super::cost::MetricNames;
+use super::MetricNames;
 use crate::ledger::decode::RowKind;
 
 /// One of the eight counted quantities, with its names in every output.
@@ -17,7 +17,11 @@ pub enum Quantity {
 }
 
 impl Quantity {
-    pub const ALL: [Quantity; 8] = [
+    /// How many there are: the last one's index, plus one.
+    pub const COUNT: usize = Quantity::Turns as usize + 1;
+
+    /// Every quantity, in the order of every output.
+    pub const ALL: [Quantity; Quantity::COUNT] = [
         Quantity::Prompt,
         Quantity::Completion,
         Quantity::Reasoning,
@@ -109,28 +113,30 @@ impl Quantity {
 /// The eight counters of one series. Sums saturate rather than wrap: a hostile ledger can pin a
 /// counter at its maximum, never send it backwards.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Totals([u64; 8]);
+pub struct Totals([u64; Quantity::COUNT]);
 
 impl Totals {
-    pub const ENCODED_LEN: usize = 64;
+    /// A little-endian u64 per quantity, in [`Quantity::ALL`]'s order.
+    pub const ENCODED_LEN: usize = Quantity::COUNT * 8;
 
     /// What one row adds; `None` for rows that count nothing.
     pub fn of_row(kind: &RowKind) -> Option<Totals> {
         let mut t = Totals::default();
         match kind {
             RowKind::Compaction => return None,
-            RowKind::Turn => t.0[Quantity::Turns.index()] = 1,
+            RowKind::Turn => t.set(Quantity::Turns, 1),
             RowKind::Usage(c) => {
-                t.0 = [
-                    c.prompt,
-                    c.completion,
-                    c.reasoning,
-                    c.cache_hit,
-                    c.cache_miss,
-                    c.total,
-                    c.requests,
-                    0,
-                ]
+                for (q, value) in [
+                    (Quantity::Prompt, c.prompt),
+                    (Quantity::Completion, c.completion),
+                    (Quantity::Reasoning, c.reasoning),
+                    (Quantity::CacheHit, c.cache_hit),
+                    (Quantity::CacheMiss, c.cache_miss),
+                    (Quantity::Total, c.total),
+                    (Quantity::Requests, c.requests),
+                ] {
+                    t.set(q, value);
+                }
             }
         }
         (!t.is_zero()).then_some(t)
