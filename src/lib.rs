@@ -1,8 +1,8 @@
 //! reasonix-exporter: the Reasonix usage ledger as exact OpenTelemetry counters.
 //!
 //! Data flows one way: [`ledger`] (find, tail, decode) → [`series`] (the data model) →
-//! [`store`] (seen set, totals, checkpoints) → [`ingest`] → [`export`] (OTLP, `/metrics`) →
-//! [`settings`] → [`daemon`] (`run`) and [`cli`]; below them all, [`bytes`], [`shown`],
+//! [`store`] (seen set, totals, checkpoints) → [`upgrade`] → [`ingest`] → [`export`] (OTLP, `/metrics`) →
+//! [`settings`] → [`daemon`] (`run`) and [`cli`]; below them all, [`bytes`], [`said`], [`shown`],
 //! [`paths`] and [`files`].
 //! `tests/layers.rs` checks that no module uses one above it (the order is in docs/design.md).
 
@@ -15,9 +15,11 @@ pub mod ingest;
 pub mod ledger;
 pub mod paths;
 pub mod rules;
+pub mod said;
 pub mod sandbox;
 pub mod series;
 pub mod settings;
 pub mod shown;
 pub mod snapshot;
 pub mod store;
+pub mod upgrade;

@@ -104,8 +104,19 @@ fn init_logging(options: &Options) -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .with_target(false);
     match options.log_format {
+        // Every event's fields (`event`, and `file`, `count`, `error`… where it has them) for
+        // log shippers to filter on; docs/design.md, "Logs".
         LogFormat::Json => builder.json().init(),
-        LogFormat::Text => builder.with_ansi(std::io::stderr().is_terminal()).init(),
+        // The sentence alone: it says every value its fields hold.
+        LogFormat::Text => builder
+            .fmt_fields(tracing_subscriber::fmt::format::debug_fn(
+                |out, field, value| match field.name() {
+                    "message" => write!(out, "{value:?}"),
+                    _ => Ok(()),
+                },
+            ))
+            .with_ansi(std::io::stderr().is_terminal())
+            .init(),
     }
     Ok(())
 }

@@ -167,6 +167,7 @@ fn restrict(_stats_dir: &Path, _state_dir: &Path) -> Result<Outcome, SandboxErro
 pub fn log(outcome: &Outcome, stats_dir: &Path, state_dir: &Path) {
     match outcome {
         Outcome::Enforced | Outcome::PartlyEnforced => tracing::info!(
+            event = "sandbox.entered",
             "sandbox: landlock {}: reads limited to {}, writes to {}",
             if *outcome == Outcome::Enforced {
                 "enforced"
@@ -177,10 +178,14 @@ pub fn log(outcome: &Outcome, stats_dir: &Path, state_dir: &Path) {
             state_dir.display()
         ),
         Outcome::Unsupported => {
-            tracing::info!("sandbox: {UNAVAILABLE}; running without it")
+            tracing::info!(
+                event = "sandbox.unavailable",
+                "sandbox: {UNAVAILABLE}; running without it"
+            )
         }
-        Outcome::Off => tracing::debug!("sandbox: off (--sandbox off)"),
+        Outcome::Off => tracing::debug!(event = "sandbox.off", "sandbox: off (--sandbox off)"),
         Outcome::NoStatsDir => tracing::warn!(
+            event = "sandbox.not_entered",
             "sandbox: not entered, because the stats dir {} does not exist yet; restart the exporter once Reasonix has created it",
             stats_dir.display()
         ),

@@ -72,7 +72,7 @@ impl Args for Options {
     fn augment_args(mut cmd: clap::Command) -> clap::Command {
         for def in catalog::SETTINGS {
             let Some((flag, value)) = def.flag else { continue };
-            let arg = Arg::new(def.key).long(flag).global(true).help(def.help);
+            let arg = Arg::new(def.key).long(flag).global(true).help(def.help_text());
             cmd = cmd.arg(if value.is_empty() {
                 arg.action(ArgAction::SetTrue)
             } else {
@@ -111,14 +111,14 @@ impl FromArgMatches for Options {
         }
         self.reset_state = self.flags.contains_key(catalog::RESET_STATE.key);
         self.log_level = self.flags.get(catalog::LOG_LEVEL.key).cloned();
-        if let Some(format) = self.flags.get(catalog::LOG_FORMAT.key) {
-            self.log_format = LogFormat::from_str(format, true).map_err(|_| {
-                clap::Error::raw(
-                    clap::error::ErrorKind::InvalidValue,
-                    format!("--log-format '{format}' is not valid: use text or json\n"),
-                )
-            })?;
-        }
+        let format = self.flags.get(catalog::LOG_FORMAT.key);
+        let format = format.map_or(catalog::LOG_FORMAT.value, String::as_str);
+        self.log_format = LogFormat::from_str(format, true).map_err(|_| {
+            clap::Error::raw(
+                clap::error::ErrorKind::InvalidValue,
+                format!("--log-format '{format}' is not valid: use text or json\n"),
+            )
+        })?;
         Ok(())
     }
 }

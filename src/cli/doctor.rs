@@ -88,7 +88,7 @@ fn check_config(settings: &Settings, report: &mut Report) {
     // a value (header values are secrets).
     let set: Vec<String> = crate::settings::catalog::SETTINGS
         .iter()
-        .filter_map(|def| Some(format!("{} (from {})", def.key, settings.origins.get(def.key)?)))
+        .filter_map(|def| Some(format!("{} (from {})", def.key, settings.set_from(def.key)?)))
         .collect();
     let text = if set.is_empty() {
         "every setting at its default".to_string()
@@ -330,7 +330,10 @@ async fn check_collector(settings: &Settings, report: &mut Report) {
             "OTLP",
             format!(
                 "{what}: reachable, accepts exports; this store's stream is service.instance.id {}",
-                crate::export::resource::instance_of(&crate::export::resource::resource(&settings.instance))
+                crate::export::resource::instance_of(&crate::export::resource::resource(
+                    &settings.instance,
+                    &otlp.resource
+                ))
             ),
         ),
         Err(e) => report.problem("OTLP", format!("{what}: {e}"), fix_for(&e, target.protocol)),

@@ -30,6 +30,7 @@ pub fn status(settings: &Settings, json: bool) -> anyhow::Result<()> {
                 )
             })?;
             tracing::debug!(
+                event = "status.from_snapshot",
                 "read from the running exporter's last commit{}",
                 owner.map(|p| format!(" (pid {p})")).unwrap_or_default()
             );

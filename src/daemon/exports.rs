@@ -1,30 +1,97 @@
-//! The export task: a request prepared (its record made durable) and sent from a task of its
-//! own, retried with backoff, the collector's answers taken into account.
+//! The export schedule and its outage, in one owner ([`Exports`]): a request prepared (its
+//! record made durable) and sent from a task of its own, retried with backoff, the collector's
+//! answers taken into account.
 
-use std::time::Instant;
+use std::time::Duration;
 
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 use super::Daemon;
-use crate::export::otlp::{ExportError, Outgoing, Sent};
+use super::backoff::Backoff;
+use crate::export::health::ExportHealth;
+use crate::export::otlp::{ExportError, OtlpExporter, Outgoing, Sent};
 use crate::export::transport::SendError;
+
+/// The first retry after a failed export; doubles up to the export interval.
+pub(super) const FIRST_RETRY: Duration = Duration::from_secs(1);
+
+/// Everything about exports that outlives one: the exporter, the request in flight, when to try
+/// again, and how exports have gone since they last worked.
+pub(super) struct Exports {
+    pub exporter: OtlpExporter,
+    pub in_flight: Option<JoinHandle<(Outgoing, Sent)>>,
+    pub retry_at: Option<Instant>,
+    backoff: Backoff,
+    /// Failed exports over the run (a self-metric).
+    pub failures: u64,
+    /// The outage, for the log and for `doctor`.
+    health: ExportHealth,
+    /// Points the last export held back (said once per change).
+    held: usize,
+}
+
+impl Exports {
+    pub fn new(exporter: OtlpExporter, interval: Duration) -> Exports {
+        Exports {
+            exporter,
+            in_flight: None,
+            retry_at: None,
+            backoff: Backoff::new(FIRST_RETRY, interval),
+            failures: 0,
+            health: ExportHealth::default(),
+            held: 0,
+        }
+    }
+
+    /// Takes a failed export into account: when to try again.
+    fn failed(&mut self, e: &ExportError) {
+        self.failures += 1;
+        let (begins, asked) = match e {
+            ExportError::Send { error, .. } => {
+                let asked = match error {
+                    SendError::Refused { retry_after, .. } => *retry_after,
+                    _ => None,
+                };
+                (self.health.failed(error, &e.to_string()), asked)
+            }
+            _ => (self.health.not_sent(), None),
+        };
+        if begins {
+            tracing::warn!(event = "export.outage", error = %e, "{e}; retrying with backoff while ingestion goes on (one warning per outage)");
+        }
+        // A collector that says when to come back is taken at its word (capped).
+        self.retry_at = Some(Instant::now() + self.backoff.next_wait(asked));
+    }
+
+    /// Says when the points held back change (docs/counting-rules.md, "Never down").
+    fn note_held(&mut self, held: usize) {
+        if held != self.held {
+            self.held = held;
+            crate::export::otlp::warn_held(held);
+            if held == 0 {
+                tracing::info!(event = "export.held_over", "no data point is held back any more");
+            }
+        }
+    }
+}
 
 impl Daemon {
     /// Prepares the next request (its record made durable) and sends it from a task of its own.
     pub(super) fn start_export(&mut self) -> anyhow::Result<()> {
-        self.retry_at = None;
         let self_stats = self.self_stats();
-        let (Some(exporter), Some(store)) = (self.exporter.as_mut(), self.store.as_mut()) else {
+        let (Some(exports), Some(store)) = (self.exports.as_mut(), self.store.as_mut()) else {
             return Ok(());
         };
-        let outgoing = match exporter.prepare(store, &self_stats) {
+        exports.retry_at = None;
+        let outgoing = match exports.exporter.prepare(store, &self_stats) {
             Ok(Some(outgoing)) => outgoing,
             Ok(None) => return Ok(()),
             Err(ExportError::Store(e)) => return self.pause(e),
             Err(e) => return Err(e.into()),
         };
-        let transport = exporter.transport();
-        self.in_flight = Some(tokio::spawn(async move {
+        let transport = exports.exporter.transport();
+        exports.in_flight = Some(tokio::spawn(async move {
             let sent = outgoing.send(transport).await;
             (outgoing, sent)
         }));
@@ -34,68 +101,41 @@ impl Daemon {
     pub(super) fn finish_export(&mut self, done: (Outgoing, Sent)) -> anyhow::Result<()> {
         // With the store let go, the answer is dropped: a cumulative export is sent again, and a
         // delta export's record settles it when the store reopens.
-        let (Some(exporter), Some(store)) = (self.exporter.as_mut(), self.store.as_mut()) else {
+        let (Some(exports), Some(store)) = (self.exports.as_mut(), self.store.as_mut()) else {
             return Ok(());
         };
         let (outgoing, sent) = done;
-        let held = outgoing.report().held;
-        if held != self.held {
-            self.held = held;
-            crate::export::otlp::warn_held(held);
-            if held == 0 {
-                tracing::info!("no data point is held back any more");
-            }
-        }
-        match exporter.complete(store, outgoing, sent) {
+        exports.note_held(outgoing.report().held);
+        match exports.exporter.complete(store, outgoing, sent) {
             Ok(report) => {
-                if let Some(since) = self.outage_since.take() {
+                if let Some(lasted) = exports.health.accepted(report.accepted.warning()) {
                     tracing::info!(
-                        "export to {} works again after {:.0?}; nothing was lost",
-                        exporter.endpoint(),
-                        since.elapsed()
+                        event = "export.outage_over",
+                        duration_ms = lasted.as_millis() as u64,
+                        "export to {} works again after {lasted:.0?}; nothing was lost",
+                        exports.exporter.endpoint(),
                     );
                 }
-                self.export_health.accepted(report.accepted.warning());
-                self.backoff.reset();
+                exports.backoff.reset();
                 if report.births > 0 {
                     // The new series' zeros are in: their values go at once, not an interval later.
-                    self.retry_at = Some(tokio::time::Instant::now());
+                    exports.retry_at = Some(Instant::now());
                 }
             }
             Err(ExportError::Store(e)) => return self.pause(e),
-            Err(e) => {
-                self.export_failures += 1;
-                if self.outage_since.is_none() {
-                    self.outage_since = Some(Instant::now());
-                    tracing::warn!(
-                        "{e}; retrying with backoff while ingestion goes on (one warning per outage)"
-                    );
-                }
-                let asked = match &e {
-                    ExportError::Send { error, .. } => {
-                        self.export_health.failed(error, &e.to_string());
-                        match error {
-                            SendError::Refused { retry_after, .. } => *retry_after,
-                            _ => None,
-                        }
-                    }
-                    _ => None,
-                };
-                // A collector that says when to come back is taken at its word (capped).
-                let wait = self.backoff.next_wait(asked);
-                self.retry_at = Some(tokio::time::Instant::now() + wait);
-            }
+            Err(e) => exports.failed(&e),
         }
-        if let Err(e) = self.export_health.save(&self.settings.state_dir.value) {
-            tracing::debug!("cannot write the export health file in the state dir: {e}");
+        if let Err(e) = exports.health.save(&self.settings.state_dir.value) {
+            tracing::debug!(event = "state.write_failed", file = "export-health.json", error = %e, "cannot write the export health file in the state dir: {e}");
         }
         self.publish();
         Ok(())
     }
 }
 
-pub(super) async fn join(handle: &mut Option<JoinHandle<(Outgoing, Sent)>>) -> (Outgoing, Sent) {
-    match handle.as_mut() {
+/// The answer to the export in flight (never, when there is none).
+pub(super) async fn join(exports: &mut Option<Exports>) -> (Outgoing, Sent) {
+    match exports.as_mut().and_then(|x| x.in_flight.as_mut()) {
         Some(h) => match h.await {
             Ok(done) => done,
             // The send task cannot panic short of a bug; treat it as never finishing.
@@ -105,7 +145,7 @@ pub(super) async fn join(handle: &mut Option<JoinHandle<(Outgoing, Sent)>>) -> (
     }
 }
 
-pub(super) async fn sleep_until(at: Option<tokio::time::Instant>) {
+pub(super) async fn sleep_until(at: Option<Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,

@@ -40,6 +40,6 @@ impl StopSignals {
         {
             let _ = tokio::signal::ctrl_c().await;
         }
-        tracing::info!("stopping");
+        tracing::info!(event = "daemon.stopping", "stopping");
     }
 }

@@ -6,12 +6,15 @@ use std::io::ErrorKind;
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
-use super::Daemon;
-use crate::ingest::{self, FileFailure, IngestError};
+use std::sync::Arc;
+
+use tokio::sync::Notify;
+
+use crate::ingest::{self, FileFailure};
 use crate::ledger::discover::LedgerFile;
-use crate::ledger::watch as ledger_watch;
+use crate::ledger::watch::{self as ledger_watch, Watcher};
 use crate::sandbox;
-use crate::store::StoreError;
+use crate::settings::Settings;
 
 /// How often `run` lists the whole stats folder when nothing says it changed. In between, a
 /// poll reads again only the files written in the last two days (`ingest::poll_recent`), and a
@@ -31,7 +34,7 @@ pub(super) struct Listed {
 }
 
 impl Listed {
-    fn now(dir_mtime: Option<SystemTime>, report: &ingest::PollReport) -> Listed {
+    pub(super) fn now(dir_mtime: Option<SystemTime>, report: &ingest::PollReport) -> Listed {
         Listed {
             dir_mtime,
             recent: report.recent.clone(),
@@ -43,7 +46,7 @@ impl Listed {
     /// The files a quick poll reads, if the listing still holds: less than a minute old, the
     /// folder's entries unchanged, every file readable, and no cost pass (which reads every file)
     /// under way.
-    fn still(&self, dir_mtime: Option<SystemTime>, no_cost_pass: bool) -> Option<Vec<LedgerFile>> {
+    pub(super) fn still(&self, dir_mtime: Option<SystemTime>, no_cost_pass: bool) -> Option<Vec<LedgerFile>> {
         let holds = self.at.elapsed() < FULL_POLL_EVERY && dir_mtime.is_some() && self.dir_mtime == dir_mtime;
         (holds && no_cost_pass && !self.failed).then(|| self.recent.clone())
     }
@@ -51,128 +54,106 @@ impl Listed {
 
 /// What we last said about the stats folder, so that each change is logged once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum DirState {
+enum DirState {
     Unknown,
     Present,
     Missing,
     Unreadable,
 }
 
-impl Daemon {
-    /// Reads what is new; a missing or unreadable folder is reported once and waited for.
-    pub(super) fn ingest(&mut self) -> anyhow::Result<()> {
-        if !self.resume()? {
-            return Ok(());
+/// The stats folder as `run` last saw it: its state, its watch, its last listing.
+pub(super) struct StatsDir {
+    pub wake: Arc<Notify>,
+    watcher: Option<Watcher>,
+    /// Setting up file events failed for the folder as it is now.
+    watch_broken: bool,
+    /// The last full listing (`None`: the next poll is a full one).
+    pub listed: Option<Listed>,
+    state: DirState,
+}
+
+impl StatsDir {
+    pub fn new() -> StatsDir {
+        StatsDir {
+            wake: Arc::new(Notify::new()),
+            watcher: None,
+            watch_broken: false,
+            listed: None,
+            state: DirState::Unknown,
         }
-        let Some(store) = self.store.as_mut() else {
-            return Ok(());
-        };
-        // sled writes on into the files of a state dir deleted under it: notice, and start over.
-        if !store.path().is_dir() {
-            let error = StoreError::io(store.path(), std::io::Error::from(ErrorKind::NotFound));
-            return self.pause(error);
-        }
-        let stats_dir = self.settings.stats_dir.value.clone();
-        // Before the listing: an entry added while it runs makes the next poll a full one.
-        let dir_mtime = std::fs::metadata(&stats_dir).and_then(|m| m.modified()).ok();
-        let quick = self
-            .listed
-            .as_ref()
-            .and_then(|listed| listed.still(dir_mtime, store.cost_pass().is_empty()));
-        let mut poll = || match &quick {
-            Some(recent) => ingest::poll_recent(store, recent, &self.stopping),
-            None => ingest::poll_until(store, &stats_dir, &self.stopping),
-        };
-        // `run`'s runtime has two workers, and a poll blocks one of them; a single-threaded runtime
-        // (the paused-clock tests) has nothing else to run meanwhile.
-        let result = match tokio::runtime::Handle::current().runtime_flavor() {
-            tokio::runtime::RuntimeFlavor::CurrentThread => poll(),
-            _ => tokio::task::block_in_place(poll),
-        };
-        match result {
-            Ok(mut report) => {
-                match quick {
-                    Some(_) => report.files = self.last_poll.files,
-                    None => self.listed = Some(Listed::now(dir_mtime, &report)),
-                }
-                self.note_dir(DirState::Present, &stats_dir, None);
-                if self.watcher.is_none() && self.settings.watch.value && !self.watch_broken {
-                    self.start_watching(&stats_dir);
-                }
-                if report.counts.read() > 0 {
-                    tracing::debug!(
-                        "ingested {} new lines ({} duplicate, {} rejected) in {:?}",
-                        report.counts.counted,
-                        report.counts.duplicate,
-                        report.counts.rejected_total(),
-                        report.duration()
-                    );
-                }
-                // Once per outage, not once per poll.
-                match (self.last_poll.files_failed, report.files_failed) {
-                    (0, failed) if failed > 0 => warn_unreadable(failed, report.first_failure.as_ref()),
-                    (before, 0) if before > 0 => tracing::info!("every ledger file can be read again"),
-                    _ => {}
-                }
-                self.last_poll = report;
-                self.caught_up = true;
-            }
-            Err(IngestError::StatsDir { source, .. }) => {
-                let state = if source.kind() == ErrorKind::NotFound {
-                    DirState::Missing
-                } else {
-                    DirState::Unreadable
-                };
-                self.note_dir(state, &stats_dir, Some(&source));
-                // A folder that went away takes its watch with it; a new one is set up on return.
-                self.watcher = None;
-            }
-            Err(IngestError::Store(e)) => return self.pause(e),
-        }
-        self.publish();
-        Ok(())
     }
 
-    fn note_dir(&mut self, state: DirState, dir: &Path, error: Option<&std::io::Error>) {
-        if state == self.dir_state {
+    /// The folder is there: said if that is news, and watched if it can be and is wanted.
+    pub fn present(&mut self, dir: &Path, settings: &Settings) {
+        self.note(DirState::Present, dir, None, settings);
+        if self.watcher.is_none() && settings.watch.value && !self.watch_broken {
+            self.start_watching(dir, settings);
+        }
+    }
+
+    /// The folder cannot be listed: said if that is news. A folder that went away takes its
+    /// watch with it; a new one is set up on return.
+    pub fn absent(&mut self, dir: &Path, error: &std::io::Error, settings: &Settings) {
+        let state = if error.kind() == ErrorKind::NotFound {
+            DirState::Missing
+        } else {
+            DirState::Unreadable
+        };
+        self.note(state, dir, Some(error), settings);
+        self.watcher = None;
+    }
+
+    /// No more file events (the daemon stops).
+    pub fn unwatch(&mut self) {
+        self.watcher = None;
+    }
+
+    fn note(&mut self, state: DirState, dir: &Path, error: Option<&std::io::Error>, settings: &Settings) {
+        if state == self.state {
             return;
         }
-        let first = self.dir_state == DirState::Unknown;
-        self.dir_state = state;
+        let first = self.state == DirState::Unknown;
+        self.state = state;
         self.watch_broken = false;
-        let origin = &self.settings.stats_dir.origin;
+        let origin = &settings.stats_dir.origin;
         match (state, error) {
             (DirState::Present, _) if !first => {
-                tracing::info!("stats dir {} is available again", dir.display())
+                tracing::info!(
+                    event = "stats_dir.present",
+                    "stats dir {} is available again",
+                    dir.display()
+                )
             }
             (DirState::Present, _) => {
-                tracing::info!("watching {} (from {origin})", dir.display())
+                tracing::info!(event = "stats_dir.watching", origin = %origin, "watching {} (from {origin})", dir.display())
             }
-            (DirState::Missing, _) => tracing::warn!(
+            (DirState::Missing, _) => tracing::warn!(event = "stats_dir.missing", origin = %origin,
                 "stats dir {} (from {origin}) does not exist yet; waiting for it. Is Reasonix installed? Set --stats-dir or REASONIX_HOME if it lives elsewhere",
                 dir.display()
             ),
             (_, error) => tracing::warn!(
+                event = "stats_dir.unreadable",
+                error = error.map(|e| e.to_string()).unwrap_or_default(),
                 "stats dir {} cannot be read ({}); retrying every {:?}. Check its permissions{}",
                 dir.display(),
                 error.map(|e| e.to_string()).unwrap_or_default(),
-                self.settings.poll_interval.value,
+                settings.poll_interval.value,
                 sandbox::permission_hint()
             ),
         }
     }
 
-    fn start_watching(&mut self, dir: &Path) {
+    fn start_watching(&mut self, dir: &Path, settings: &Settings) {
         match ledger_watch::watch(dir, self.wake.clone()) {
             Ok(watcher) => self.watcher = Some(watcher),
             Err(e) => {
                 // Tried again only when the folder comes back; until then, polling alone.
                 self.watch_broken = true;
-                tracing::warn!(
+                tracing::warn!(event = "watch.unavailable", error = %ledger_watch::explained(&e),
                     "file events are not available for {} ({}); polling every {:?} instead",
                     dir.display(),
                     ledger_watch::explained(&e),
-                    self.settings.poll_interval.value
+                    settings.poll_interval.value
                 )
             }
         }
@@ -180,7 +161,7 @@ impl Daemon {
 }
 
 /// One warning when ledger files start failing to read: the first one by name, and why.
-fn warn_unreadable(failed: usize, first: Option<&FileFailure>) {
+pub(super) fn warn_unreadable(failed: usize, first: Option<&FileFailure>) {
     let Some(first) = first else { return };
     let others = match failed {
         1 => String::new(),
@@ -191,7 +172,7 @@ fn warn_unreadable(failed: usize, first: Option<&FileFailure>) {
     } else {
         String::new()
     };
-    tracing::warn!(
+    tracing::warn!(event = "ledger.unreadable", file = %crate::shown::one_line(&first.name.to_string_lossy(), 255), count = failed, error = %first.cause,
         "ledger file {}{others} cannot be read ({}); retrying on every poll, the lines are counted once they can be{hint}",
         crate::shown::one_line(&first.name.to_string_lossy(), 255),
         first.cause

@@ -2,17 +2,15 @@
 //! dir deleted or made read-only), and resumed when it can be again.
 
 use std::io::ErrorKind;
-use std::path::Path;
 use std::time::Duration;
 
 // tokio's clock, so that the retries can be tested on its paused clock.
 use tokio::time::Instant;
 
+use super::Daemon;
 use super::backoff::Backoff;
-use super::{Daemon, FIRST_RETRY};
-use crate::series::Sums;
-use crate::store::stream::StreamRecord;
-use crate::store::{Store, StoreError};
+use super::exports::FIRST_RETRY;
+use crate::store::{Released, StoreError};
 
 /// The longest wait between attempts to reopen a store that could not be written.
 const MAX_STORE_RETRY: Duration = Duration::from_secs(30);
@@ -24,11 +22,8 @@ pub(super) struct StoreFault {
     since: Instant,
     retry_at: Instant,
     backoff: Backoff,
-    /// The cumulative stream as exported: a store rebuilt from the ledger (its folder was
-    /// deleted) continues it rather than start a second one.
-    stream: StreamRecord,
-    /// What the collector has, for delta exports from a rebuilt store.
-    delivered: Sums,
+    /// The store let go of, which reopens with what it must keep.
+    released: Released,
 }
 
 impl StoreFault {
@@ -43,20 +38,6 @@ impl StoreFault {
             }
             _ => "the store cannot be written",
         }
-    }
-
-    /// The store again, continuing the stream and the deliveries it had.
-    fn reopen(&self, state_dir: &Path) -> Result<Store, StoreError> {
-        let mut store = Store::open(state_dir, false)?;
-        if store.stream() != &self.stream {
-            store.record_stream(self.stream.clone())?;
-            // A store made anew continues the stream: the fold keeps the sets it sent.
-            store.refresh_fold_known();
-        }
-        if store.delivered().is_empty() && !self.delivered.is_empty() {
-            store.confirm_delivered(&self.delivered)?;
-        }
-        Ok(store)
     }
 }
 
@@ -75,7 +56,7 @@ impl Daemon {
         let first = self.settings.poll_interval.value.max(FIRST_RETRY);
         let mut backoff = Backoff::new(first, MAX_STORE_RETRY);
         let retry = backoff.next_wait(None);
-        tracing::warn!(
+        tracing::warn!(event = "store.paused", reason = StoreFault::what(cause), error = %cause, retry_ms = retry.as_millis() as u64,
             "counting paused: {} (the store in {}: {cause}); nothing is lost, it resumes from the ledger on its own; retrying in {:.1?}, then less often up to every {MAX_STORE_RETRY:?}",
             StoreFault::what(cause),
             self.settings.state_dir.value.display(),
@@ -86,11 +67,9 @@ impl Daemon {
             since: Instant::now(),
             retry_at: Instant::now() + retry,
             backoff,
-            stream: store.stream().clone(),
-            delivered: store.delivered().clone(),
+            // sled's lock and ours let one store per folder be open: this one goes first.
+            released: store.release(),
         });
-        // sled's lock and ours let one store per folder be open: this one goes first.
-        drop(store);
         Ok(())
     }
 
@@ -102,11 +81,16 @@ impl Daemon {
         if Instant::now() < fault.retry_at {
             return Ok(false);
         }
-        match fault.reopen(&self.settings.state_dir.value) {
+        match fault.released.reopen() {
             Ok(store) => {
-                tracing::info!("counting resumed after {:.0?}", fault.since.elapsed());
+                tracing::info!(
+                    event = "store.resumed",
+                    duration_ms = fault.since.elapsed().as_millis() as u64,
+                    "counting resumed after {:.0?}",
+                    fault.since.elapsed()
+                );
                 // The store may be one made anew: its first poll reads every file.
-                self.listed = None;
+                self.stats_dir.listed = None;
                 self.store = Some(store);
                 self.fault = None;
                 Ok(true)

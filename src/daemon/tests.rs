@@ -46,10 +46,9 @@ fn run_daemon(
         None => flags.insert("otlp", "off".to_string()),
     };
     let settings = Settings::resolve(&flags, false, &env_of(&[("HOME", "/nowhere")])).unwrap();
-    let exporter = settings
-        .otlp
-        .as_ref()
-        .map(|otlp| OtlpExporter::new(otlp.target.clone(), otlp.temporality, "test@host").unwrap());
+    let exporter = settings.otlp.as_ref().map(|otlp| {
+        OtlpExporter::new(otlp.target.clone(), otlp.temporality, "test@host", &otlp.resource).unwrap()
+    });
     let store = Store::open(state, false).unwrap();
     let (scrape_views, published) = watch::channel(Arc::new(ScrapeView::default()));
     let stopping = Arc::new(AtomicBool::new(false));

@@ -3,10 +3,12 @@
 //! state dir for `doctor`, which cannot see the running daemon's log.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crate::export::transport::SendError;
+use crate::said::Episode;
 
 /// Refusals in a row after which they are reported as one condition, not as an outage.
 const REPEATED: u64 = 3;
@@ -23,35 +25,44 @@ pub struct ExportHealth {
     pub last_error: String,
     /// The collector's partial-success warning, while its answers carry one.
     pub partial: Option<String>,
+    /// The outage, for the log: said when it begins and when it ends.
+    #[serde(skip)]
+    outage: Episode,
     #[serde(skip)]
     unsaved: bool,
 }
 
 impl ExportHealth {
-    /// An export was accepted, with `partial` when the collector rejected some of its points.
-    pub fn accepted(&mut self, partial: Option<String>) {
+    /// An export was accepted, with `partial` when the collector rejected some of its points:
+    /// how long the outage it ends lasted, if it ends one.
+    pub fn accepted(&mut self, partial: Option<String>) -> Option<Duration> {
         if partial != self.partial {
             match &partial {
-                Some(warning) => tracing::warn!("{warning}"),
-                None => tracing::info!("the collector accepts every data point again"),
+                Some(warning) => warn_partial(warning),
+                None => tracing::info!(
+                    event = "export.partial_over",
+                    "the collector accepts every data point again"
+                ),
             }
         }
         let changed = self.failing_since.is_some() || partial != self.partial;
+        let outage = self.outage.ends();
         *self = ExportHealth {
             partial,
             unsaved: self.unsaved || changed,
             ..ExportHealth::default()
         };
+        outage
     }
 
-    /// An export failed with `error`, logged as `text`.
-    pub fn failed(&mut self, error: &SendError, text: &str) {
+    /// An export failed with `error`, logged as `text`: whether this begins an outage.
+    pub fn failed(&mut self, error: &SendError, text: &str) -> bool {
         self.failures += 1;
         self.failing_since.get_or_insert_with(unix_now);
         if matches!(error, SendError::Refused { .. }) {
             self.refusals += 1;
             if self.refusals == REPEATED {
-                tracing::warn!(
+                tracing::warn!(event = "export.refused_repeatedly", count = REPEATED, error = %text,
                     "the collector has refused {REPEATED} exports in a row ({text}); nothing reaches the backend until that is fixed: check the collector's logs and limits"
                 );
             }
@@ -60,6 +71,12 @@ impl ExportHealth {
         }
         self.last_error = text.to_string();
         self.unsaved = true;
+        self.outage.begins()
+    }
+
+    /// An export failed before it could be sent: whether this begins an outage.
+    pub fn not_sent(&mut self) -> bool {
+        self.outage.begins()
     }
 
     /// What is wrong, in one line, or `None` when exports work.
@@ -107,6 +124,12 @@ impl ExportHealth {
         let text = crate::files::read_own(&path_in(state_dir), crate::files::MAX_OWN_BYTES).ok()?;
         serde_json::from_slice(&text).ok()
     }
+}
+
+/// Says that the collector took an export but rejected some of its points: `warning`, its
+/// partial-success message as the exporter shows it (one inert line).
+pub fn warn_partial(warning: &str) {
+    tracing::warn!(event = "export.partial", "{warning}");
 }
 
 fn path_in(state_dir: &Path) -> PathBuf {

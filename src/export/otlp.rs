@@ -149,6 +149,7 @@ impl OtlpExporter {
         target: OtlpTarget,
         temporality: Temporality,
         instance: &str,
+        user_resource: &super::resource::UserResource,
     ) -> Result<OtlpExporter, ExportError> {
         let transport = Transport::new(&target).map_err(|detail| ExportError::Setup {
             endpoint: target.shown_endpoint(),
@@ -158,7 +159,7 @@ impl OtlpExporter {
             target,
             temporality,
             transport,
-            resource: super::resource::resource(instance),
+            resource: super::resource::resource(instance, user_resource),
             max_request_bytes: MAX_REQUEST_BYTES,
             born: Sums::default(),
             answered: false,
@@ -295,6 +296,8 @@ impl OtlpExporter {
                 Err(SendError::Refused { bad_data: true, .. }) => {
                     self.answered = true;
                     tracing::warn!(
+                        event = "export.births_refused",
+                        count = outgoing.report.births,
                         "the collector refused the zeros of {} new series as data; they are counted from their first value (docs/counting-rules.md, \"Births\")",
                         outgoing.report.births
                     );
@@ -346,6 +349,8 @@ impl OtlpExporter {
             let smaller = (self.max_request_bytes / 2).max(MIN_REQUEST_BYTES);
             if smaller < self.max_request_bytes {
                 tracing::warn!(
+                    event = "export.request_shrunk",
+                    max_kib = smaller >> 10,
                     "the collector refused a request as too large; sending requests of at most {} KiB from now on",
                     smaller >> 10
                 );
@@ -370,6 +375,8 @@ pub fn now_ns() -> u64 {
 pub fn warn_held(held: usize) {
     if held > 0 {
         tracing::warn!(
+            event = "export.held",
+            count = held,
             "{held} data points held back: the store is behind what was exported before (a power cut, a store put back from a backup, or a rebuilt store whose ledger lost lines); each is sent again once the ledger brings it back up"
         );
     }

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::{HeaderMap, header};
@@ -67,8 +67,8 @@ pub async fn serve(listener: tokio::net::TcpListener, scrape_views: watch::Recei
         )
         .with_state(scrape_views);
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
-    // When accepting last failed for want of descriptors, while that episode lasts.
-    let mut starved: Option<Instant> = None;
+    // Accepting fails for want of descriptors.
+    let mut starved = crate::said::Episode::default();
     loop {
         let Ok(slot) = slots.clone().acquire_owned().await else {
             return;
@@ -76,15 +76,14 @@ pub async fn serve(listener: tokio::net::TcpListener, scrape_views: watch::Recei
         let stream = match listener.accept().await {
             Ok((stream, _)) => stream,
             Err(e) if out_of_descriptors(&e) => {
-                if starved.is_none() {
-                    tracing::warn!(
+                if starved.begins() {
+                    tracing::warn!(event = "prometheus.starved", error = %e,
                         "/metrics cannot accept connections: the process is out of file descriptors \
                          ({e}); retrying every {}s. Raise LimitNOFILE, or find the client holding \
                          connections open",
                         ACCEPT_PAUSE.as_secs()
                     );
                 }
-                starved = Some(Instant::now());
                 tokio::time::sleep(ACCEPT_PAUSE).await;
                 continue;
             }
@@ -92,9 +91,11 @@ pub async fn serve(listener: tokio::net::TcpListener, scrape_views: watch::Recei
             Err(_) => continue,
         };
         // One note per episode: accepts between failures do not end it, a quiet spell does.
-        if starved.is_some_and(|at| at.elapsed() >= STARVATION_OVER) {
-            tracing::info!("/metrics accepts connections again");
-            starved = None;
+        if starved.ends_after(STARVATION_OVER).is_some() {
+            tracing::info!(
+                event = "prometheus.accepting",
+                "/metrics accepts connections again"
+            );
         }
         let service = TowerToHyperService::new(app.clone());
         tokio::spawn(async move {

@@ -10,17 +10,23 @@ use opentelemetry_proto::tonic::resource::v1::Resource as ProtoResource;
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::resource::{ResourceDetector, TelemetryResourceDetector};
 
-use super::transport::parse_pairs;
+/// What the user adds to the resource, as settings read it (`settings/otlp.rs`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UserResource {
+    /// `OTEL_RESOURCE_ATTRIBUTES`, percent-decoded as the specification says (the SDK's detector
+    /// keeps `%20` as it is), in order.
+    pub attributes: Vec<(String, String)>,
+    /// `OTEL_SERVICE_NAME`, over any `service.name`.
+    pub service_name: Option<String>,
+}
 
-pub fn resource(instance: &str) -> ProtoResource {
+pub fn resource(instance: &str, user: &UserResource) -> ProtoResource {
     let host = gethostname::gethostname().to_string_lossy().into_owned();
     let detectors: [Box<dyn ResourceDetector>; 1] = [Box::new(TelemetryResourceDetector)];
-    // `OTEL_RESOURCE_ATTRIBUTES`, percent-decoded as the specification says (the SDK's detector
-    // keeps `%20` as it is); settings checked it (`settings/otlp.rs`), so no entry is dropped.
-    let from_env = std::env::var("OTEL_RESOURCE_ATTRIBUTES")
-        .ok()
-        .and_then(|text| parse_pairs(&text).ok())
-        .unwrap_or_default();
+    let from_user = user
+        .attributes
+        .iter()
+        .map(|(key, value)| KeyValue::new(key.clone(), value.clone()));
     let builder = Resource::builder_empty()
         .with_attributes([
             KeyValue::new("service.name", "reasonix-exporter"),
@@ -29,10 +35,10 @@ pub fn resource(instance: &str) -> ProtoResource {
             KeyValue::new("service.instance.id", instance.to_string()),
         ])
         .with_detectors(&detectors)
-        .with_attributes(from_env.into_iter().map(|(key, value)| KeyValue::new(key, value)));
-    let resource = match std::env::var("OTEL_SERVICE_NAME") {
-        Ok(name) if !name.trim().is_empty() => builder.with_service_name(name).build(),
-        _ => builder.build(),
+        .with_attributes(from_user);
+    let resource = match &user.service_name {
+        Some(name) => builder.with_service_name(name.clone()).build(),
+        None => builder.build(),
     };
     let mut attributes: Vec<ProtoKeyValue> = resource
         .iter()
@@ -49,6 +55,7 @@ pub fn resource(instance: &str) -> ProtoResource {
     };
     if instance_of(&resource) != instance {
         tracing::warn!(
+            event = "resource.shared_instance",
             "OTEL_RESOURCE_ATTRIBUTES sets service.instance.id, which names this store's stream: every exporter given the same value is added into one series; give each machine its own, or remove it"
         );
     }

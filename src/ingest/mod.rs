@@ -3,9 +3,8 @@
 //! For every file whose size or identity changed, the bytes after its checkpoint are read up to
 //! the last `\n`; each line is hashed, decoded and, if its hash is new, counted. A commit holds
 //! the new hashes, the total deltas and the checkpoints together. A store upgraded from before
-//! cost first reads its cost pass (`cost_pass.rs`).
+//! cost first reads its cost pass (`crate::upgrade`).
 
-mod cost_pass;
 mod parallel;
 
 use std::path::Path;
@@ -19,14 +18,6 @@ use crate::series::Part;
 use crate::store::counts::IngestCounts;
 use crate::store::seen::LineHash;
 use crate::store::{Batch, Store, StoreError};
-
-/// A batch is committed once it holds this many ledger bytes: large enough that a backfill makes
-/// few fsyncs, small enough that memory stays flat whatever the ledger's size.
-const COMMIT_BYTES: u64 = 32 << 20;
-
-/// ... or this many days of the seen set: years of small day files would otherwise make one
-/// commit of tens of thousands of sled values (each day's partitions it touched).
-const COMMIT_DAYS: usize = 256;
 
 #[derive(Debug, thiserror::Error)]
 pub enum IngestError {
@@ -142,7 +133,7 @@ pub fn poll_listed(
     };
     let before = *store.counts();
     if !store.cost_pass().is_empty() {
-        cost_pass::run(store, &files, stop)?;
+        crate::upgrade::cost_pass(store, &files, stop)?;
     }
     let mut batch = Batch::default();
     let mut buf = Vec::new();
@@ -245,7 +236,7 @@ fn read_file(
         if stop.load(Ordering::Relaxed) {
             return Ok(FileOutcome::Stopped);
         }
-        if batch.counts.bytes >= COMMIT_BYTES || batch.days() >= COMMIT_DAYS {
+        if batch.is_full() {
             store.commit(std::mem::take(batch))?;
         }
     }

@@ -79,7 +79,7 @@ pub enum Plan {
 impl Checkpoint {
     pub const ENCODED_LEN: usize = 8 * 10;
 
-    /// Decides from `stat` alone; `Resume` still needs [`Checkpoint::matches`] on the open file.
+    /// Decides from `stat` alone; `Resume` still needs [`Checkpoint::verify`] on the open file.
     pub fn plan(checkpoint: Option<&Checkpoint>, now: &FileStat) -> Plan {
         let Some(cp) = checkpoint else {
             return Plan::FromStart;

@@ -33,6 +33,8 @@ pub struct Tail {
     consumed: u64,
     /// Bytes read from the file so far, including the unfinished line.
     read: u64,
+    /// Where reading stops: the end of the file, or of a region read again ([`open_region`]).
+    end: u64,
     /// The bytes after the last `\n`, waiting for theirs.
     pending: Vec<u8>,
     /// Every byte consumed, from the start of the file: the checkpoint's fingerprint.
@@ -95,16 +97,33 @@ pub fn open(path: &Path, stat: &FileStat, checkpoint: Option<&Checkpoint>) -> io
         _ => (0, Xxh3::new()),
     };
     file.seek(SeekFrom::Start(start))?;
-    Ok(Some(Tail {
-        file,
-        stat,
-        consumed: start,
-        read: start,
-        pending: Vec::new(),
-        prefix,
-        skipping: None,
-        skipped: Vec::new(),
-    }))
+    Ok(Some(Tail::at(file, stat, start, u64::MAX, prefix)))
+}
+
+/// Opens `path` to read again its bytes `[from, to)`, consumed once already (an upgrade reading
+/// what an older store had read): no checkpoint to trust, nothing read past `to`, and no
+/// fingerprint that matters.
+pub fn open_region(path: &Path, from: u64, to: u64) -> io::Result<Tail> {
+    let mut file = open_read_only(path)?;
+    let stat = FileStat::of(&file.metadata()?);
+    file.seek(SeekFrom::Start(from))?;
+    Ok(Tail::at(file, stat, from, to, Xxh3::new()))
+}
+
+impl Tail {
+    fn at(file: File, stat: FileStat, start: u64, end: u64, prefix: Xxh3) -> Tail {
+        Tail {
+            file,
+            stat,
+            consumed: start,
+            read: start,
+            end,
+            pending: Vec::new(),
+            prefix,
+            skipping: None,
+            skipped: Vec::new(),
+        }
+    }
 }
 
 impl Tail {
@@ -118,6 +137,9 @@ impl Tail {
         buf: &mut [u8],
         on_lines: impl FnOnce(&[&[u8]], PrefixUpdate<'_>),
     ) -> io::Result<usize> {
+        let left = usize::try_from(self.end.saturating_sub(self.read)).unwrap_or(usize::MAX);
+        let len = left.min(buf.len());
+        let buf = &mut buf[..len];
         let n = loop {
             match self.file.read(buf) {
                 Ok(n) => break n,
@@ -175,6 +197,11 @@ impl Tail {
     /// Bytes consumed so far in this file's life: where its checkpoint points.
     pub fn consumed(&self) -> u64 {
         self.consumed
+    }
+
+    /// Whether every byte up to where reading stops has been read.
+    pub fn at_end(&self) -> bool {
+        self.read >= self.end
     }
 
     /// The checkpoint for what was consumed so far.

@@ -18,12 +18,34 @@ pub struct Def {
     pub vars_shown: Option<&'static str>,
     /// Read from the config file under `key`.
     pub in_file: bool,
-    /// The default, as the README says it.
+    /// The default as one writes it, when it is one value (else `""`): the README, `--help`,
+    /// the example config and the resolution (`settings/mod.rs`) all take it from here.
+    pub value: &'static str,
+    /// The default as the README says it: what follows the value, or all of it without one.
     pub default: &'static str,
-    /// One line for `--help`.
+    /// One line for `--help`, before the default.
     pub help: &'static str,
-    /// The example config's comment (lines joined by `\n`) and the value it shows.
+    /// The example config's comment (lines joined by `\n`) and the value it shows (`""`: the
+    /// default).
     pub example: Option<(&'static str, &'static str)>,
+}
+
+impl Def {
+    /// The README's default column.
+    pub fn default_text(&self) -> String {
+        match self.value {
+            "" => self.default.to_string(),
+            value => format!("`{value}`{}", self.default),
+        }
+    }
+
+    /// The `--help` line.
+    pub fn help_text(&self) -> String {
+        match self.value {
+            "" => self.help.to_string(),
+            value => format!("{} [default: {value}]", self.help),
+        }
+    }
 }
 
 macro_rules! def {
@@ -43,6 +65,7 @@ const BLANK: Def = Def {
     vars: &[],
     vars_shown: None,
     in_file: false,
+    value: "",
     default: "",
     help: "",
     example: None,
@@ -88,9 +111,10 @@ pub const OTLP: Def = def! {
     vars: &["REASONIX_EXPORTER_OTLP"],
     vars_shown: Some("`REASONIX_EXPORTER_OTLP`; `OTEL_SDK_DISABLED=true` turns it off"),
     in_file: true,
-    default: "`on`",
-    help: "on, or off to ingest without exporting [default: on]",
-    example: Some(("\"on\", or \"off\" to ingest without exporting (status still works).", "on")),
+    value: "on",
+    default: "",
+    help: "on, or off to ingest without exporting",
+    example: Some(("\"on\", or \"off\" to ingest without exporting (status still works).", "")),
 };
 
 /// Read with [`OTLP`]: `true` turns export off, as in every OTel SDK.
@@ -115,9 +139,10 @@ pub const OTLP_PROTOCOL: Def = def! {
     flag: Some(("otlp-protocol", "PROTOCOL")),
     vars: &["OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"],
     in_file: true,
-    default: "`http/protobuf` (the OTel default); or `grpc`",
-    help: "grpc or http/protobuf [default: http/protobuf]",
-    example: Some(("\"grpc\" or \"http/protobuf\".", "http/protobuf")),
+    value: "http/protobuf",
+    default: " (the OTel default); or `grpc`",
+    help: "grpc or http/protobuf",
+    example: Some(("\"grpc\" or \"http/protobuf\".", "")),
 };
 
 pub const TEMPORALITY: Def = def! {
@@ -125,8 +150,9 @@ pub const TEMPORALITY: Def = def! {
     vars: &["OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE"],
     vars_shown: Some("`OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE` (`cumulative`, `delta`, `lowmemory` = delta)"),
     in_file: true,
-    default: "`cumulative`",
-    example: Some(("\"cumulative\" (exact across crashes; recommended) or \"delta\".", "cumulative")),
+    value: "cumulative",
+    default: "",
+    example: Some(("\"cumulative\" (exact across crashes; recommended) or \"delta\".", "")),
 };
 
 pub const HEADERS: Def = def! {
@@ -140,14 +166,16 @@ pub const TIMEOUT: Def = def! {
     key: "timeout",
     vars: &["OTEL_EXPORTER_OTLP_METRICS_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT"],
     vars_shown: Some("`OTEL_EXPORTER_OTLP_(METRICS_)TIMEOUT` (ms)"),
-    default: "`10000`",
+    value: "10000",
+    default: "",
 };
 
 pub const COMPRESSION: Def = def! {
     key: "compression",
     vars: &["OTEL_EXPORTER_OTLP_METRICS_COMPRESSION", "OTEL_EXPORTER_OTLP_COMPRESSION"],
     vars_shown: Some("`OTEL_EXPORTER_OTLP_(METRICS_)COMPRESSION` (`gzip`, `none`)"),
-    default: "`none`",
+    value: "none",
+    default: "",
 };
 
 pub const OTLP_CERTIFICATE: Def = def! {
@@ -201,9 +229,10 @@ pub const EXPORT_INTERVAL: Def = def! {
     vars: &["OTEL_METRIC_EXPORT_INTERVAL"],
     vars_shown: Some("`OTEL_METRIC_EXPORT_INTERVAL` (ms)"),
     in_file: true,
-    default: "`60s` (used by `run`)",
-    help: "How often `run` exports, e.g. 60s [default: 60s]",
-    example: Some(("How often `run` exports.", "60s")),
+    value: "60s",
+    default: " (used by `run`)",
+    help: "How often `run` exports, e.g. 60s",
+    example: Some(("How often `run` exports.", "")),
 };
 
 pub const POLL_INTERVAL: Def = def! {
@@ -211,12 +240,10 @@ pub const POLL_INTERVAL: Def = def! {
     flag: Some(("poll-interval", "DURATION")),
     vars: &["REASONIX_EXPORTER_POLL_INTERVAL"],
     in_file: true,
-    default: "`2s` (used by `run`)",
-    help: "How often `run` looks for changes when file events are missing, e.g. 2s [default: 2s]",
-    example: Some((
-        "How often `run` looks for changes when file events are missing (network filesystems).",
-        "2s",
-    )),
+    value: "2s",
+    default: " (used by `run`)",
+    help: "How often `run` looks for changes when file events are missing, e.g. 2s",
+    example: Some(("How often `run` looks for changes when file events are missing (network filesystems).", "")),
 };
 
 pub const WATCH: Def = def! {
@@ -224,12 +251,10 @@ pub const WATCH: Def = def! {
     flag: Some(("watch", "on|off")),
     vars: &["REASONIX_EXPORTER_WATCH"],
     in_file: true,
-    default: "`on`; `off` finds changes by polling alone (network filesystems)",
-    help: "on, or off to find changes by polling alone (network filesystems) [default: on]",
-    example: Some((
-        "\"on\" to react to file events at once (inotify, FSEvents, ReadDirectoryChangesW), or \"off\" to\nfind changes by polling alone, e.g. on network filesystems where events never arrive.",
-        "on",
-    )),
+    value: "on",
+    default: "; `off` finds changes by polling alone (network filesystems)",
+    help: "on, or off to find changes by polling alone (network filesystems)",
+    example: Some(("\"on\" to react to file events at once (inotify, FSEvents, ReadDirectoryChangesW), or \"off\" to\nfind changes by polling alone, e.g. on network filesystems where events never arrive.", "")),
 };
 
 pub const PROMETHEUS: Def = def! {
@@ -237,9 +262,10 @@ pub const PROMETHEUS: Def = def! {
     flag: Some(("prometheus", "ADDR|off")),
     vars: &["REASONIX_EXPORTER_PROMETHEUS"],
     in_file: true,
-    default: "`127.0.0.1:9464` (used by `run`)",
-    help: "Prometheus listen address, or off [default: 127.0.0.1:9464]",
-    example: Some(("Prometheus /metrics listen address, or \"off\".", "127.0.0.1:9464")),
+    value: "127.0.0.1:9464",
+    default: " (used by `run`)",
+    help: "Prometheus listen address, or off",
+    example: Some(("Prometheus /metrics listen address, or \"off\".", "")),
 };
 
 pub const SANDBOX: Def = def! {
@@ -247,12 +273,10 @@ pub const SANDBOX: Def = def! {
     flag: Some(("sandbox", "on|off")),
     vars: &["REASONIX_EXPORTER_SANDBOX"],
     in_file: true,
-    default: "`on`: on Linux, `run` and `once` may read only below the stats folder and write only below the state dir (landlock)",
-    help: "on: on Linux, limit reads to the stats folder and writes to the state dir (landlock) [default: on]",
-    example: Some((
-        "\"on\" (Linux): run and once may read only below the stats folder and write only below the state\ndir (a landlock sandbox, where the kernel has it). \"off\" to follow a stats folder symlink that\ngets re-pointed elsewhere without a restart.",
-        "on",
-    )),
+    value: "on",
+    default: ": on Linux, `run` and `once` may read only below the stats folder and write only below the state dir (landlock)",
+    help: "on: on Linux, limit reads to the stats folder and writes to the state dir (landlock)",
+    example: Some(("\"on\" (Linux): run and once may read only below the stats folder and write only below the state\ndir (a landlock sandbox, where the kernel has it). \"off\" to follow a stats folder symlink that\ngets re-pointed elsewhere without a restart.", "")),
 };
 
 pub const LOG_LEVEL: Def = def! {
@@ -267,8 +291,9 @@ pub const LOG_LEVEL: Def = def! {
 pub const LOG_FORMAT: Def = def! {
     key: "log_format",
     flag: Some(("log-format", "text|json")),
-    default: "`text`; `json` is one object per line for log shippers",
-    help: "text, or json for log shippers [default: text]",
+    value: "text",
+    default: "; `json` is one object per line for log shippers",
+    help: "text, or json for log shippers",
 };
 
 pub const RESET_STATE: Def = def! {
@@ -332,7 +357,7 @@ pub fn readme_table() -> String {
         } else {
             "—".into()
         };
-        out.push_str(&format!("| {flag} | {vars} | {key} | {} |\n", def.default));
+        out.push_str(&format!("| {flag} | {vars} | {key} | {} |\n", def.default_text()));
     }
     out
 }
@@ -350,6 +375,7 @@ pub fn example_config() -> String {
         let Some((comment, value)) = def.example else {
             continue;
         };
+        let value = if value.is_empty() { def.value } else { value };
         if !comment.is_empty() {
             out.push('\n');
             for line in comment.lines() {

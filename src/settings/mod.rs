@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::export::payload::Temporality;
+use crate::export::resource::UserResource;
 use crate::export::transport::OtlpTarget;
 use crate::paths::{Env, Origin, clean_path, clean_setting_path, home_dir, reasonix_stats_dir};
 use catalog::{
@@ -53,8 +54,9 @@ pub struct Settings {
     /// hash of the state dir when it is not the default one, so that two stores on one host never
     /// feed one series, and a store keeps its series across restarts and rebuilds.
     pub instance: String,
-    /// Where each setting that was set came from, by its catalog key (for `doctor`).
-    pub origins: BTreeMap<&'static str, Origin>,
+    /// Where each setting that was set and has no [`Setting`] here came from, by its catalog
+    /// key (see [`Settings::set_from`]).
+    origins: BTreeMap<&'static str, Origin>,
 }
 
 /// Where and how to export.
@@ -62,6 +64,8 @@ pub struct Settings {
 pub struct OtlpSettings {
     pub target: OtlpTarget,
     pub temporality: Temporality,
+    /// What the user adds to the OTel resource.
+    pub resource: UserResource,
 }
 
 /// The command line's values, by catalog key (a switch is present with an empty value).
@@ -133,6 +137,13 @@ impl Sources<'_> {
         }
         picked
     }
+
+    /// [`Sources::pick`] for a setting with a default value ([`Def::value`]): that value, from
+    /// [`Origin::Default`], when nothing sets it.
+    fn pick_or_default(&self, def: &'static Def) -> (String, Origin) {
+        self.pick(def)
+            .unwrap_or_else(|| (def.value.to_string(), Origin::Default))
+    }
 }
 
 /// How an error names where a value came from: the flag, the variable, or the file's key.
@@ -166,12 +177,10 @@ impl Settings {
             false => None,
         };
         let export_interval = resolve_export_interval(&sources)?;
-        let poll_interval = match sources.pick(&POLL_INTERVAL) {
-            Some((raw, origin)) => Setting {
-                value: parse_duration(&raw, &source_name(&POLL_INTERVAL, &origin))?,
-                origin,
-            },
-            None => default(Duration::from_secs(2)),
+        let (raw, origin) = sources.pick_or_default(&POLL_INTERVAL);
+        let poll_interval = Setting {
+            value: parse_duration(&raw, &source_name(&POLL_INTERVAL, &origin))?,
+            origin,
         };
         let watch = on_off(&sources, &WATCH)?;
         let prometheus = resolve_prometheus(&sources)?;
@@ -190,7 +199,38 @@ impl Settings {
             sandbox,
             reset_state,
             origins: sources.origins.into_inner(),
-        })
+        }
+        .with_each_origin_once())
+    }
+
+    /// The settings kept as a [`Setting`], with their origin.
+    fn kept(&self) -> [(&'static str, &Origin); 7] {
+        [
+            (STATS_DIR.key, &self.stats_dir.origin),
+            (STATE_DIR.key, &self.state_dir.origin),
+            (EXPORT_INTERVAL.key, &self.export_interval.origin),
+            (POLL_INTERVAL.key, &self.poll_interval.origin),
+            (WATCH.key, &self.watch.origin),
+            (PROMETHEUS.key, &self.prometheus.origin),
+            (SANDBOX.key, &self.sandbox.origin),
+        ]
+    }
+
+    /// Leaves in `origins` only what no [`Setting`] keeps.
+    fn with_each_origin_once(mut self) -> Settings {
+        let kept: Vec<&str> = self.kept().iter().map(|(key, _)| *key).collect();
+        self.origins.retain(|key, _| !kept.contains(key));
+        self
+    }
+
+    /// Where the setting `key` came from, if something set it (`None` at its default, or at the
+    /// stats folder Reasonix's own config gives, which is how the default is found).
+    pub fn set_from(&self, key: &str) -> Option<&Origin> {
+        match self.kept().into_iter().find(|(kept, _)| *kept == key) {
+            Some((_, Origin::Default | Origin::ReasonixConfig)) => None,
+            Some((_, origin)) => Some(origin),
+            None => self.origins.get(key),
+        }
     }
 }
 
@@ -307,23 +347,22 @@ fn resolve_otlp_on(sources: &Sources<'_>) -> Result<bool, SettingsError> {
 
 /// The flag and the file write a duration (`60s`); the OTel variable, milliseconds.
 fn resolve_export_interval(sources: &Sources<'_>) -> Result<Setting<Duration>, SettingsError> {
-    Ok(match sources.pick(&EXPORT_INTERVAL) {
-        Some((raw, origin @ Origin::Env(var))) => Setting {
+    Ok(match sources.pick_or_default(&EXPORT_INTERVAL) {
+        (raw, origin @ Origin::Env(var)) => Setting {
             value: parse_millis(&raw, var, MAX_INTERVAL)?,
             origin,
         },
-        Some((raw, origin)) => Setting {
+        (raw, origin) => Setting {
             value: parse_duration(&raw, &source_name(&EXPORT_INTERVAL, &origin))?,
             origin,
         },
-        None => default(Duration::from_secs(60)),
     })
 }
 
 fn resolve_prometheus(sources: &Sources<'_>) -> Result<Setting<Option<SocketAddr>>, SettingsError> {
-    Ok(match sources.pick(&PROMETHEUS) {
-        Some((raw, origin)) if raw.trim() == "off" => Setting { value: None, origin },
-        Some((raw, origin)) => Setting {
+    Ok(match sources.pick_or_default(&PROMETHEUS) {
+        (raw, origin) if raw.trim() == "off" => Setting { value: None, origin },
+        (raw, origin) => Setting {
             value: Some(raw.trim().parse().map_err(|_| SettingsError::Invalid {
                 what: "prometheus address",
                 value: raw.clone(),
@@ -332,26 +371,21 @@ fn resolve_prometheus(sources: &Sources<'_>) -> Result<Setting<Option<SocketAddr
             })?),
             origin,
         },
-        None => default(Some(SocketAddr::from(([127, 0, 0, 1], 9464)))),
     })
 }
 
-/// An on/off setting that is on unless set.
+/// An on/off setting.
 fn on_off(sources: &Sources<'_>, def: &'static Def) -> Result<Setting<bool>, SettingsError> {
-    Ok(match sources.pick(def) {
-        None => default(true),
-        Some((value, origin)) => match parse_on_off(&value) {
-            Some(on) => Setting { value: on, origin },
-            None => {
-                return Err(SettingsError::Invalid {
-                    what: def.key,
-                    value,
-                    from: source_name(def, &origin),
-                    expected: "use on or off",
-                });
-            }
-        },
-    })
+    let (value, origin) = sources.pick_or_default(def);
+    match parse_on_off(&value) {
+        Some(on) => Ok(Setting { value: on, origin }),
+        None => Err(SettingsError::Invalid {
+            what: def.key,
+            value,
+            from: source_name(def, &origin),
+            expected: "use on or off",
+        }),
+    }
 }
 
 /// `user@host`, and `/` with 8 hex digits of the state dir's hash unless it is `default`.
@@ -582,12 +616,12 @@ mod tests {
         let settings = resolve(&opts, &env).unwrap();
         assert_eq!(settings.stats_dir.value, PathBuf::from("/u/.reasonix/stats"));
         assert_eq!(settings.stats_dir.origin, Origin::ConfigFile);
-        assert_eq!(settings.origins["watch"], Origin::Flag);
+        assert_eq!(settings.set_from("watch"), Some(&Origin::Flag));
         assert_eq!(
-            settings.origins["poll_interval"],
-            Origin::Env("REASONIX_EXPORTER_POLL_INTERVAL")
+            settings.set_from("poll_interval"),
+            Some(&Origin::Env("REASONIX_EXPORTER_POLL_INTERVAL"))
         );
-        assert_eq!(settings.origins["export_interval"], Origin::ConfigFile);
+        assert_eq!(settings.set_from("export_interval"), Some(&Origin::ConfigFile));
         assert!(!settings.watch.value);
     }
 

@@ -2,7 +2,6 @@
 //! each from the standard OpenTelemetry variables as every OTel SDK reads them.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use super::catalog::{
     COMPRESSION, Def, HEADERS, OTLP_CERTIFICATE, OTLP_CLIENT_CERTIFICATE, OTLP_CLIENT_KEY, OTLP_ENDPOINT,
@@ -11,6 +10,7 @@ use super::catalog::{
 use super::values::{MAX_TIMEOUT, parse_millis};
 use super::{OtlpSettings, SettingsError, Sources, setting_path, source_name};
 use crate::export::payload::Temporality;
+use crate::export::resource::UserResource;
 use crate::export::tls::TlsFiles;
 use crate::export::transport::{Headers, OtlpProtocol, OtlpTarget, parse_pairs, redacted};
 use crate::paths::{Origin, os_string_of};
@@ -20,15 +20,13 @@ use crate::paths::{Origin, os_string_of};
 const GENERIC_ENDPOINT: &str = "OTEL_EXPORTER_OTLP_ENDPOINT";
 
 pub(super) fn resolve(sources: &Sources<'_>) -> Result<OtlpSettings, SettingsError> {
-    let protocol = match sources.pick(&OTLP_PROTOCOL) {
-        None => OtlpProtocol::HttpProtobuf,
-        Some((value, origin)) => OtlpProtocol::parse(&value).ok_or_else(|| SettingsError::Invalid {
-            what: "OTLP protocol",
-            value: value.clone(),
-            from: source_name(&OTLP_PROTOCOL, &origin),
-            expected: "use grpc or http/protobuf",
-        })?,
-    };
+    let (value, origin) = sources.pick_or_default(&OTLP_PROTOCOL);
+    let protocol = OtlpProtocol::parse(&value).ok_or_else(|| SettingsError::Invalid {
+        what: "OTLP protocol",
+        value: value.clone(),
+        from: source_name(&OTLP_PROTOCOL, &origin),
+        expected: "use grpc or http/protobuf",
+    })?;
     let endpoint = endpoint(sources, protocol)?;
     let temporality = choice(
         sources,
@@ -43,8 +41,7 @@ pub(super) fn resolve(sources: &Sources<'_>) -> Result<OtlpSettings, SettingsErr
                 _ => None,
             }
         },
-    )?
-    .unwrap_or(Temporality::Cumulative);
+    )?;
     let headers = match sources.pick(&HEADERS) {
         None => Headers::default(),
         Some((text, origin)) => Headers::parse(&text).map_err(|error| SettingsError::Headers {
@@ -52,18 +49,9 @@ pub(super) fn resolve(sources: &Sources<'_>) -> Result<OtlpSettings, SettingsErr
             error,
         })?,
     };
-    // Read when the resource is built (`export/resource.rs`): a bad entry is an error here,
-    // never dropped or kept half-decoded there.
-    if let Some(attributes) = (sources.env)(RESOURCE.vars[0]) {
-        parse_pairs(&attributes.to_string_lossy()).map_err(|error| SettingsError::Headers {
-            from: RESOURCE.vars[0].to_string(),
-            error,
-        })?;
-    }
-    let timeout = match sources.pick(&TIMEOUT) {
-        None => Duration::from_secs(10),
-        Some((ms, origin)) => parse_millis(&ms, &source_name(&TIMEOUT, &origin), MAX_TIMEOUT)?,
-    };
+    let resource = user_resource(sources)?;
+    let (ms, origin) = sources.pick_or_default(&TIMEOUT);
+    let timeout = parse_millis(&ms, &source_name(&TIMEOUT, &origin), MAX_TIMEOUT)?;
     let gzip = choice(
         sources,
         &COMPRESSION,
@@ -74,8 +62,7 @@ pub(super) fn resolve(sources: &Sources<'_>) -> Result<OtlpSettings, SettingsErr
             "none" => Some(false),
             _ => None,
         },
-    )?
-    .unwrap_or(false);
+    )?;
     let tls = tls_files(sources, &endpoint)?;
     Ok(OtlpSettings {
         target: OtlpTarget {
@@ -87,6 +74,25 @@ pub(super) fn resolve(sources: &Sources<'_>) -> Result<OtlpSettings, SettingsErr
             tls,
         },
         temporality,
+        resource,
+    })
+}
+
+/// The resource attributes the user adds: `OTEL_RESOURCE_ATTRIBUTES` (percent-decoded; a bad
+/// entry is an error, never dropped or kept half-decoded), then `OTEL_SERVICE_NAME`.
+fn user_resource(sources: &Sources<'_>) -> Result<UserResource, SettingsError> {
+    let [attributes_var, service_name_var] = [RESOURCE.vars[0], RESOURCE.vars[1]];
+    let attributes = match (sources.env)(attributes_var) {
+        Some(text) => parse_pairs(&text.to_string_lossy()).map_err(|error| SettingsError::Headers {
+            from: attributes_var.to_string(),
+            error,
+        })?,
+        None => Vec::new(),
+    };
+    let service_name = (sources.env)(service_name_var).map(|name| name.to_string_lossy().into_owned());
+    Ok(UserResource {
+        attributes,
+        service_name,
     })
 }
 
@@ -97,12 +103,10 @@ fn choice<T>(
     what: &'static str,
     expected: &'static str,
     parse: impl Fn(&str) -> Option<T>,
-) -> Result<Option<T>, SettingsError> {
-    let Some((value, origin)) = sources.pick(def) else {
-        return Ok(None);
-    };
+) -> Result<T, SettingsError> {
+    let (value, origin) = sources.pick_or_default(def);
     match parse(value.trim()) {
-        Some(chosen) => Ok(Some(chosen)),
+        Some(chosen) => Ok(chosen),
         None => Err(SettingsError::Invalid {
             what,
             value,

@@ -4,9 +4,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 
-use super::cost_pass::{PassFile, PassProgress};
 use super::counts::IngestCounts;
 use super::seen::{LineHash, LineSet, Partition, PartitionKey};
+use super::upgrade::cost_pass::{PassFile, PassProgress};
 use super::{Store, StoreError};
 use crate::ledger::checkpoint::Checkpoint;
 use crate::ledger::decode::Row;
@@ -19,10 +19,26 @@ pub struct Batch {
     pub(super) series: SeriesDeltas,
     pub(super) checkpoints: HashMap<OsString, Checkpoint>,
     pub counts: IngestCounts,
-    /// The cost pass's set: lines whose quote it added (see `cost_pass`).
-    pub(super) costed: Partitions,
-    pub(super) pass: PassProgress,
+    /// What this batch holds of an upgrade's cost pass; `None` (nothing to pay for) unless one
+    /// is under way.
+    pub(super) pass: Option<Box<PassBatch>>,
 }
+
+/// A batch's part of the cost pass (see `upgrade/cost_pass.rs`).
+#[derive(Debug)]
+pub(super) struct PassBatch {
+    /// The pass's set: lines whose quote it added.
+    pub costed: Partitions,
+    pub progress: PassProgress,
+}
+
+/// A batch is committed once it holds this many ledger bytes: large enough that a backfill makes
+/// few fsyncs, small enough that memory stays flat whatever the ledger's size.
+const COMMIT_BYTES: u64 = 32 << 20;
+
+/// ... or this many days of the seen set: years of small day files would otherwise make one
+/// commit of tens of thousands of sled values (each day's partitions it touched).
+const COMMIT_DAYS: usize = 256;
 
 impl Default for Batch {
     fn default() -> Batch {
@@ -31,8 +47,7 @@ impl Default for Batch {
             series: SeriesDeltas::default(),
             checkpoints: HashMap::new(),
             counts: IngestCounts::default(),
-            costed: Partitions::new(LineSet::Costed),
-            pass: PassProgress::default(),
+            pass: None,
         }
     }
 }
@@ -41,7 +56,12 @@ impl Batch {
     /// Days of the seen set (and the cost pass's set) this batch holds: each of their partitions
     /// it touched is a sled value rewritten at commit.
     pub fn days(&self) -> usize {
-        self.partitions.days.len() + self.costed.days.len()
+        self.partitions.days.len() + self.pass.as_ref().map_or(0, |pass| pass.costed.days.len())
+    }
+
+    /// Whether the batch holds enough to be committed now ([`COMMIT_BYTES`], [`COMMIT_DAYS`]).
+    pub fn is_full(&self) -> bool {
+        self.counts.bytes >= COMMIT_BYTES || self.days() >= COMMIT_DAYS
     }
 
     /// Records `hash` as seen; `false` when it was seen before, in this batch or in the store.
@@ -71,17 +91,26 @@ impl Batch {
         day: Option<Day>,
         hash: LineHash,
     ) -> Result<bool, StoreError> {
-        Ok(self.costed.of(store, day, hash)?.insert(hash))
+        Ok(self.pass().costed.of(store, day, hash)?.insert(hash))
     }
 
     /// The cost pass read `file` up to `region.done` (`None`: all of its region).
     pub fn set_pass_progress(&mut self, file: OsString, region: Option<PassFile>) {
-        self.pass.files.insert(file, region);
+        self.pass().progress.files.insert(file, region);
     }
 
     /// The cost pass ends with this batch.
     pub fn finish_pass(&mut self) {
-        self.pass.finished = true;
+        self.pass().progress.finished = true;
+    }
+
+    fn pass(&mut self) -> &mut PassBatch {
+        self.pass.get_or_insert_with(|| {
+            Box::new(PassBatch {
+                costed: Partitions::new(LineSet::Costed),
+                progress: PassProgress::default(),
+            })
+        })
     }
 
     pub fn set_checkpoint(&mut self, file: OsString, checkpoint: Checkpoint) {
@@ -92,8 +121,10 @@ impl Batch {
         self.series.is_empty()
             && self.checkpoints.is_empty()
             && self.counts == IngestCounts::default()
-            && self.pass.files.is_empty()
-            && !self.pass.finished
+            && self
+                .pass
+                .as_ref()
+                .is_none_or(|pass| pass.progress.files.is_empty() && !pass.progress.finished)
     }
 }
 

@@ -9,12 +9,13 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use super::cost_pass::PassFile;
 use super::counts::IngestCounts;
 use super::engine::keys::{self, family_prefix};
 use super::export_record::ExportRecord;
+use super::records::Record as _;
 use super::seen::{FIRST_DEPTH, LineHash, LineSet, Partition, PartitionKey, decode_depth};
 use super::stream::StreamRecord;
+use super::upgrade::cost_pass::PassFile;
 use super::{FORMAT_VERSION, PendingExport, recovery};
 use crate::ledger::checkpoint::{Checkpoint, FileStat};
 use crate::ledger::decode::Rejection;
@@ -253,7 +254,7 @@ fn pending_export_and_export_record_before_cost() {
     let before = PendingExport {
         delivered_after: tokens_only(),
     };
-    assert_eq!(PendingExport::decode_before_cost(&bytes), Some(before.clone()));
+    assert_eq!(super::upgrade::pending_before_cost(&bytes), Some(before.clone()));
     let record = ExportRecord::decode(&fixture("export-record-before-cost")).unwrap();
     assert_eq!((record.number, record.pending), (42, before));
 }

@@ -11,12 +11,12 @@
 //! - `partitions.rs`: the seen set's partitions as committed, and how a commit writes them;
 //! - `pending.rs`: what the collector has (the delta export in flight, the stream record);
 //! - `recovery.rs`: opening a store that was there, and refusing one that was damaged;
+//! - `reopen.rs`: a store let go of after a fault, and opened again with what it must keep;
 //! - `records/`: the small files beside the store that must survive a power cut (the stream
 //!   record, the export record), in one checksummed frame;
-//! - `cost_pass.rs`: the upgrade of a store made before cost, and what its pass has left to read.
+//! - `upgrade/`: older formats converted where they are loaded, and the cost pass's store side.
 
 mod batch;
-pub mod cost_pass;
 pub mod counts;
 mod engine;
 #[cfg(test)]
@@ -26,7 +26,9 @@ mod partitions;
 mod pending;
 mod records;
 mod recovery;
+mod reopen;
 pub mod seen;
+pub mod upgrade;
 
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
@@ -42,6 +44,7 @@ use lock::StateLock;
 pub use pending::PendingExport;
 use records::export_record;
 pub use records::stream;
+pub use reopen::Released;
 use stream::StreamRecord;
 
 /// The layout of the store's keys and values (see `engine.rs`). A store of another format is
@@ -118,6 +121,7 @@ fn private_state_dir(state_dir: &Path) -> Result<(), StoreError> {
         std::fs::set_permissions(state_dir, std::fs::Permissions::from_mode(0o700))
             .map_err(|e| StoreError::io(state_dir, e))?;
         tracing::warn!(
+            event = "state_dir.made_private",
             "state dir {} could be written by other users (mode {:o}); made private (0700)",
             state_dir.display(),
             meta.mode() & 0o777
@@ -133,8 +137,8 @@ pub struct Store {
     lifetime: Sums,
     delivered: Sums,
     checkpoints: HashMap<OsString, Checkpoint>,
-    /// What the cost pass of an upgraded store has still to read (see `cost_pass`).
-    cost_pass: BTreeMap<OsString, cost_pass::PassFile>,
+    /// What the cost pass of an upgraded store has still to read (see `upgrade/cost_pass.rs`).
+    cost_pass: BTreeMap<OsString, upgrade::cost_pass::PassFile>,
     counts: IngestCounts,
     pending: Option<PendingExport>,
     /// Exports ever begun.
@@ -285,7 +289,10 @@ impl Store {
             .lifetime
             .after_adding(&batch.series.by_series(&self.lifetime));
         write.sums(&lifetime, false);
-        let cost_pass = self.write_cost_pass(&mut write, &batch.costed, &batch.pass)?;
+        let cost_pass = match &batch.pass {
+            Some(pass) => Some(self.write_cost_pass(&mut write, &pass.costed, &pass.progress)?),
+            None => None,
+        };
         for (name, checkpoint) in &batch.checkpoints {
             write.insert(keys::checkpoint(name), checkpoint.encode());
         }
@@ -304,7 +311,9 @@ impl Store {
         }
         self.lifetime.overwrite_with(lifetime);
         self.checkpoints.extend(batch.checkpoints);
-        self.cost_pass = cost_pass;
+        if let Some(cost_pass) = cost_pass {
+            self.cost_pass = cost_pass;
+        }
         self.counts = counts;
         Ok(())
     }

@@ -1,15 +1,13 @@
 //! What the collector has: the delta export in flight ([`PendingExport`]), what is delivered per
 //! series, and the cumulative stream's record.
 
-use std::collections::BTreeMap;
-
 use super::counts::IngestCounts;
 use super::engine::{self, Write, keys};
 use super::export_record::{self, ExportRecord};
 use super::stream::{self, StreamRecord};
 use super::{Store, StoreError};
 use crate::bytes::Reader;
-use crate::series::{AttrSet, Sums, Totals};
+use crate::series::Sums;
 
 /// A delta export that was sent, or is about to be, and not yet confirmed. Kept durably so that
 /// a run that dies before the collector's answer leaves it for the next run to settle: its
@@ -30,24 +28,6 @@ impl PendingExport {
         let mut r = Reader::new(bytes);
         let delivered_after = Sums::read(&mut r)?;
         r.is_empty().then_some(PendingExport { delivered_after })
-    }
-
-    /// The layout of stores before cost (format 3, export record 2): per token series, the
-    /// series key's length (u32), the key, the [`Totals`], up to the end.
-    pub fn decode_before_cost(bytes: &[u8]) -> Option<PendingExport> {
-        let mut r = Reader::new(bytes);
-        let mut tokens = BTreeMap::new();
-        while !r.is_empty() {
-            let attrs = AttrSet::decode(r.sized()?)?;
-            let totals = Totals::decode(r.take(Totals::ENCODED_LEN)?)?;
-            tokens.insert(attrs, totals);
-        }
-        Some(PendingExport {
-            delivered_after: Sums {
-                tokens,
-                ..Sums::default()
-            },
-        })
     }
 }
 
@@ -117,6 +97,8 @@ impl Store {
         if let Some(ahead) = ahead {
             let ahead = std::time::Duration::from_secs(ahead / 1_000_000_000);
             tracing::warn!(
+                event = "stream.clock_back",
+                duration_ms = ahead.as_millis() as u64,
                 "the store's stream was dated {} ahead of the clock (the clock ran fast, and has come back): its points carry the clock's time again",
                 humantime::format_duration(ahead)
             );

@@ -7,10 +7,10 @@
 //! created" from "lost its contents": an empty store where the marker says one was created is
 //! refused, never silently started from zero.
 
+use std::ffi::OsString;
 use std::path::Path;
 use std::time::SystemTime;
 
-use super::cost_pass::BEFORE_COST;
 use super::counts::IngestCounts;
 use super::engine::{Write, keys};
 use super::export_record::{self, ExportRecord};
@@ -18,9 +18,6 @@ use super::{FORMAT_VERSION, PendingExport, Store, StoreError};
 use crate::files::Durability;
 use crate::ledger::checkpoint::Checkpoint;
 use crate::series::Family;
-
-/// The format of stores before the seen set's days were split deeper than four partitions.
-const BEFORE_SPLIT: u32 = 4;
 
 impl Store {
     /// Loads the store's state; a new store is initialised. `existed` says whether the store's
@@ -30,11 +27,7 @@ impl Store {
         match self.get(keys::VERSION)? {
             None if self.db.is_empty() => return self.initialise(marker, recorded),
             None => return Err(self.corrupt("format version")),
-            Some(v) => match self.check_version(&v)? {
-                BEFORE_COST => self.upgrade_before_cost()?,
-                BEFORE_SPLIT => self.upgrade_before_split()?,
-                _ => {}
-            },
+            Some(v) => self.upgrade_from(&v)?,
         }
         let created_ns = self
             .read_u64(keys::CREATED, "creation time")?
@@ -91,33 +84,6 @@ impl Store {
         write_marker(marker, created_ns)
     }
 
-    /// A store of format [`BEFORE_SPLIT`] is one of this format whose days are all four
-    /// partitions deep: only its version changes, so that a build that cannot read a day split
-    /// deeper refuses the store rather than count that day's lines again.
-    fn upgrade_before_split(&mut self) -> Result<(), StoreError> {
-        let mut write = Write::default();
-        write.insert(keys::VERSION, FORMAT_VERSION.to_le_bytes());
-        self.apply(write)
-    }
-
-    /// The store's format: this one, or an older one this build upgrades.
-    fn check_version(&self, value: &[u8]) -> Result<u32, StoreError> {
-        let found = u32::from_le_bytes(value.try_into().map_err(|_| self.corrupt("format version"))?);
-        if found > FORMAT_VERSION {
-            return Err(StoreError::NewerFormat {
-                path: self.path().to_path_buf(),
-                found,
-            });
-        }
-        if found < BEFORE_COST {
-            return Err(StoreError::Corrupt {
-                path: self.path().to_path_buf(),
-                detail: format!("format {found}, from a development build; this one reads {FORMAT_VERSION}"),
-            });
-        }
-        Ok(found)
-    }
-
     /// The export record beside the store knows of a delta export sled lost (a power cut; or an
     /// older copy of the store put back): it may have reached the collector, so it is pending
     /// again, and the lines sled lost are read again from the ledger.
@@ -131,6 +97,8 @@ impl Store {
         }
         if record.number > self.exports {
             tracing::warn!(
+                event = "store.behind_record",
+                count = record.number - self.exports,
                 "store at {} is behind its export record (export {} recorded, {} in the store): the export is settled again and lines since are read again",
                 self.path().display(),
                 record.number,
@@ -161,13 +129,25 @@ impl Store {
     }
 
     fn load_checkpoints(&mut self) -> Result<(), StoreError> {
-        for entry in self.db.scan(keys::CHECKPOINTS) {
-            let (name, value) = entry?;
-            let name = crate::paths::os_string_of(name.to_vec());
-            let checkpoint = Checkpoint::decode(&value).ok_or_else(|| self.corrupt("checkpoint"))?;
-            self.checkpoints.insert(name, checkpoint);
-        }
+        self.checkpoints = self.load_by_file(keys::CHECKPOINTS, Checkpoint::decode, "checkpoint")?;
         Ok(())
+    }
+
+    /// Every value under `prefix`, whose keys are file names, decoded with `decode`.
+    pub(super) fn load_by_file<T, C: FromIterator<(OsString, T)>>(
+        &self,
+        prefix: &[u8],
+        decode: impl Fn(&[u8]) -> Option<T>,
+        what: &str,
+    ) -> Result<C, StoreError> {
+        self.db
+            .scan(prefix)
+            .map(|entry| {
+                let (name, value) = entry?;
+                let value = decode(&value).ok_or_else(|| self.corrupt(what))?;
+                Ok((crate::paths::os_string_of(name.to_vec()), value))
+            })
+            .collect()
     }
 
     fn read_u64(&self, key: &[u8], what: &str) -> Result<Option<u64>, StoreError> {

@@ -13,6 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::Record;
 use crate::store::{PendingExport, StoreError};
 
 /// The file's first bytes, before the format's version.
@@ -29,8 +30,8 @@ pub struct ExportRecord {
     pub pending: PendingExport,
 }
 
-impl ExportRecord {
-    pub(in crate::store) fn encode(&self) -> Vec<u8> {
+impl Record for ExportRecord {
+    fn encode(&self) -> Vec<u8> {
         let mut out = super::header(MAGIC, VERSION);
         out.extend_from_slice(&self.created_ns.to_le_bytes());
         out.extend_from_slice(&self.number.to_le_bytes());
@@ -38,13 +39,13 @@ impl ExportRecord {
         super::seal(out)
     }
 
-    pub(in crate::store) fn decode(bytes: &[u8]) -> Option<ExportRecord> {
+    fn decode(bytes: &[u8]) -> Option<ExportRecord> {
         let (version, mut fields) = super::open(bytes, MAGIC)?;
         let created_ns = fields.u64()?;
         let number = fields.u64()?;
         let pending = match version {
             VERSION => PendingExport::decode(fields.rest())?,
-            2 => PendingExport::decode_before_cost(fields.rest())?,
+            2 => crate::store::upgrade::pending_before_cost(fields.rest())?,
             _ => return None,
         };
         Some(ExportRecord {
@@ -62,20 +63,15 @@ pub fn path_in(state_dir: &Path) -> PathBuf {
 
 /// Reads the record at `path` beside the store at `store`: `None` when there is none.
 pub fn read(path: &Path, store: &Path) -> Result<Option<ExportRecord>, StoreError> {
-    let Some(bytes) = super::read(path)? else {
-        return Ok(None);
-    };
-    ExportRecord::decode(&bytes)
-        .map(Some)
-        .ok_or_else(|| StoreError::Corrupt {
-            path: store.to_path_buf(),
-            detail: format!("unreadable export record {}", path.display()),
-        })
+    super::read(path, || StoreError::Corrupt {
+        path: store.to_path_buf(),
+        detail: format!("unreadable export record {}", path.display()),
+    })
 }
 
 /// Replaces the record at `path` so that it survives a power cut.
 pub fn write(path: &Path, record: &ExportRecord) -> Result<(), StoreError> {
-    super::replace(path, &record.encode())
+    super::write(path, record)
 }
 
 #[cfg(test)]

@@ -45,10 +45,17 @@ pub(super) fn open<'a>(bytes: &'a [u8], magic: &[u8; 8]) -> Option<(u8, Reader<'
     Some((fields.u8()?, fields))
 }
 
-/// The bytes of the record at `path`: `None` when there is none.
-pub(super) fn read(path: &Path) -> Result<Option<Vec<u8>>, StoreError> {
+/// What a record file holds.
+pub(super) trait Record: Sized {
+    fn encode(&self) -> Vec<u8>;
+    fn decode(bytes: &[u8]) -> Option<Self>;
+}
+
+/// Reads the record at `path`: `None` when there is none, `unreadable` when what is there is
+/// not one (damaged, cut, or of a format this build does not read).
+fn read<R: Record>(path: &Path, unreadable: impl FnOnce() -> StoreError) -> Result<Option<R>, StoreError> {
     match crate::files::read_own(path, crate::files::MAX_OWN_BYTES) {
-        Ok(bytes) => Ok(Some(bytes)),
+        Ok(bytes) => R::decode(&bytes).map(Some).ok_or_else(unreadable),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(error) => Err(StoreError::Io {
             path: path.to_path_buf(),
@@ -57,9 +64,9 @@ pub(super) fn read(path: &Path) -> Result<Option<Vec<u8>>, StoreError> {
     }
 }
 
-/// Replaces the record at `path` with `bytes` so that it survives a power cut.
-pub(super) fn replace(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-    crate::files::replace(path, bytes, crate::files::Durability::PowerCut)
+/// Replaces the record at `path` so that it survives a power cut.
+fn write(path: &Path, record: &impl Record) -> Result<(), StoreError> {
+    crate::files::replace(path, &record.encode(), crate::files::Durability::PowerCut)
         .map_err(|error| StoreError::io(path, error))
 }
 

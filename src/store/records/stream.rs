@@ -24,6 +24,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use super::Record;
 use crate::bytes::put_sized;
 use crate::series::{Family, Sums};
 use crate::store::StoreError;
@@ -137,8 +138,10 @@ impl StreamRecord {
             .max(self.published_ns)
             .max(self.start_ns)
     }
+}
 
-    pub(in crate::store) fn encode(&self) -> Vec<u8> {
+impl Record for StreamRecord {
+    fn encode(&self) -> Vec<u8> {
         let births: usize = self.births.keys().map(|(_, key)| 13 + key.len()).sum();
         let mut out = super::header(MAGIC, VERSION);
         out.reserve(96 + (self.marks.len() + self.served.len()) * 120 + self.own.len() * 48 + births);
@@ -162,7 +165,7 @@ impl StreamRecord {
         super::seal(out)
     }
 
-    pub(in crate::store) fn decode(bytes: &[u8]) -> Option<StreamRecord> {
+    fn decode(bytes: &[u8]) -> Option<StreamRecord> {
         let (version, mut r) = super::open(bytes, MAGIC)?;
         let start_ns = r.u64()?;
         let last_time_ns = r.u64()?;
@@ -238,20 +241,15 @@ pub fn path_in(state_dir: &Path) -> PathBuf {
 
 /// Reads the record at `path`: `None` when there is none.
 pub fn read(path: &Path) -> Result<Option<StreamRecord>, StoreError> {
-    let Some(bytes) = super::read(path)? else {
-        return Ok(None);
-    };
-    StreamRecord::decode(&bytes)
-        .map(Some)
-        .ok_or_else(|| StoreError::Corrupt {
-            path: path.to_path_buf(),
-            detail: "unreadable stream record".into(),
-        })
+    super::read(path, || StoreError::Corrupt {
+        path: path.to_path_buf(),
+        detail: "unreadable stream record".into(),
+    })
 }
 
 /// Replaces the record at `path` so that it survives a power cut.
 pub fn write(path: &Path, record: &StreamRecord) -> Result<(), StoreError> {
-    super::replace(path, &record.encode())
+    super::write(path, record)
 }
 
 #[cfg(test)]

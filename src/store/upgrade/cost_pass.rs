@@ -3,7 +3,7 @@
 //!
 //! The upgrade itself is one atomic write: the new format version, the pending export in the new
 //! layout, and for every file with a checkpoint the region the old store had read, `[0, offset)`
-//! (`q/<file name>`). The pass then reads those regions again (`ingest::cost_pass`): a line the
+//! (`q/<file name>`). The pass then reads those regions again (the top-level `upgrade` module): a line the
 //! seen set has, and the pass's own set (`p/<day>/…`) does not, adds its quote (cost, or
 //! unpriced requests) and nothing else, and goes into the pass's set. Each batch commits the
 //! quotes, the pass's set and each region's progress together, so a `kill -9` at any point
@@ -16,11 +16,11 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 
-use super::batch::Partitions;
-use super::engine::{Write, keys};
-use super::seen::LineSet;
-use super::{FORMAT_VERSION, PendingExport, Store, StoreError};
 use crate::ledger::checkpoint::Checkpoint;
+use crate::store::batch::Partitions;
+use crate::store::engine::{Write, keys};
+use crate::store::seen::LineSet;
+use crate::store::{FORMAT_VERSION, Store, StoreError};
 
 /// The format of stores before cost, which this build upgrades.
 pub const BEFORE_COST: u32 = 3;
@@ -62,12 +62,11 @@ pub struct PassProgress {
 
 impl Store {
     /// Turns a store of format [`BEFORE_COST`] into this format, in one atomic, flushed write.
-    pub(super) fn upgrade_before_cost(&mut self) -> Result<(), StoreError> {
+    pub(in crate::store) fn upgrade_before_cost(&mut self) -> Result<(), StoreError> {
         let mut write = Write::default();
         write.insert(keys::VERSION, FORMAT_VERSION.to_le_bytes());
         if let Some(bytes) = self.get(keys::PENDING)? {
-            let pending =
-                PendingExport::decode_before_cost(&bytes).ok_or_else(|| self.corrupt("pending export"))?;
+            let pending = super::pending_before_cost(&bytes).ok_or_else(|| self.corrupt("pending export"))?;
             write.insert(keys::PENDING, pending.encode());
         }
         let mut files = 0;
@@ -85,6 +84,8 @@ impl Store {
         }
         self.apply(write)?;
         tracing::info!(
+            event = "store.upgraded",
+            count = files,
             "store at {} upgraded to format {FORMAT_VERSION}: the cost quotes of the lines it counted are read again from {files} ledger files",
             self.path().display()
         );
@@ -96,18 +97,13 @@ impl Store {
         &self.cost_pass
     }
 
-    pub(super) fn load_cost_pass(&mut self) -> Result<(), StoreError> {
-        for entry in self.db.scan(keys::PASS_REGIONS) {
-            let (name, value) = entry?;
-            let name = crate::paths::os_string_of(name.to_vec());
-            let region = PassFile::decode(&value).ok_or_else(|| self.corrupt("cost pass region"))?;
-            self.cost_pass.insert(name, region);
-        }
+    pub(in crate::store) fn load_cost_pass(&mut self) -> Result<(), StoreError> {
+        self.cost_pass = self.load_by_file(keys::PASS_REGIONS, PassFile::decode, "cost pass region")?;
         Ok(())
     }
 
     /// Adds the pass's part of a commit to `write`; returns the regions as they will be.
-    pub(super) fn write_cost_pass(
+    pub(in crate::store) fn write_cost_pass(
         &self,
         write: &mut Write,
         partitions: &Partitions,

@@ -1,15 +1,14 @@
-//! The reading half of the cost pass (`store::cost_pass`): each region a store made before cost
-//! had read, read again for the quotes of the lines it counted then.
+//! The reading half of the cost pass (`store/upgrade/cost_pass.rs`): each region a store made
+//! before cost had read, read again for the quotes of the lines it counted then.
 
-use std::io::{Read, Seek, SeekFrom};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::ledger::decode::{Decoded, decode};
 use crate::ledger::discover::LedgerFile;
-use crate::ledger::tail::{self, CHUNK, MAX_LINE};
+use crate::ledger::tail::{self, CHUNK};
 use crate::series::Part;
-use crate::store::cost_pass::PassFile;
 use crate::store::seen::LineHash;
+use crate::store::upgrade::cost_pass::PassFile;
 use crate::store::{Batch, Store, StoreError};
 
 /// Reads what is left of the pass, committing as it goes; ends the pass once every region is
@@ -40,7 +39,7 @@ pub fn run(store: &mut Store, files: &[LedgerFile], stop: &AtomicBool) -> Result
                 }
             }
             Region::Unreadable(e) => {
-                tracing::debug!(
+                tracing::debug!(event = "cost_pass.unreadable", file = %name.to_string_lossy(), error = %e,
                     "cost pass: ledger file {} cannot be read ({e}); retrying at the next poll",
                     name.to_string_lossy()
                 );
@@ -54,7 +53,10 @@ pub fn run(store: &mut Store, files: &[LedgerFile], stop: &AtomicBool) -> Result
     }
     if all_read {
         batch.finish_pass();
-        tracing::info!("cost pass over: the store has the cost of every line it counted");
+        tracing::info!(
+            event = "cost_pass.over",
+            "cost pass over: the store has the cost of every line it counted"
+        );
     }
     store.commit(batch)
 }
@@ -65,7 +67,8 @@ enum Region {
     Stopped,
 }
 
-/// Reads `file` over `region`, adding the quote of each line counted before cost.
+/// Reads `file` over `region`, adding the quote of each line counted before cost. A line too
+/// long to hold was rejected when it was counted: the tailer skips it, and it adds nothing.
 fn read_region(
     store: &mut Store,
     batch: &mut Batch,
@@ -74,65 +77,42 @@ fn read_region(
     mut region: PassFile,
     stop: &AtomicBool,
 ) -> Result<Region, StoreError> {
-    let mut reader = match tail::open_read_only(&file.path) {
-        Ok(mut f) => match f.seek(SeekFrom::Start(region.done)) {
-            Ok(_) => f,
-            Err(e) => return Ok(Region::Unreadable(e)),
-        },
+    let mut tail = match tail::open_region(&file.path, region.done, region.end) {
+        Ok(tail) => tail,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Region::Done),
         Err(e) => return Ok(Region::Unreadable(e)),
     };
     let mut buf = vec![0; CHUNK];
-    let mut pending = Vec::new();
-    // Past a line too long to hold (it was rejected when it was counted): its bytes are dropped
-    // up to its `\n`.
-    let mut skipping = false;
-    let mut read_to = region.done;
-    while read_to < region.end {
-        let want = ((region.end - read_to) as usize).min(CHUNK);
-        let n = match reader.read(&mut buf[..want]) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) => return Ok(Region::Unreadable(e)),
-        };
-        read_to += n as u64;
-        batch.counts.bytes += n as u64;
-        let mut fresh = &buf[..n];
-        if skipping {
-            match memchr::memchr(b'\n', fresh) {
-                Some(at) => {
-                    fresh = &fresh[at + 1..];
-                    skipping = false;
-                }
-                None => continue,
-            }
-        }
+    loop {
         let mut failure = None;
-        tail::split_lines(&mut pending, fresh, |lines, _| {
+        let read = tail.next_chunk(&mut buf, |lines, _| {
             failure = lines
                 .iter()
                 .try_for_each(|line| add_quote(store, batch, line))
                 .err();
         });
+        let n = match read {
+            Ok(0) => return Ok(Region::Done),
+            Ok(n) => n,
+            Err(e) => return Ok(Region::Unreadable(e)),
+        };
         if let Some(e) = failure {
             return Err(e);
         }
-        if pending.len() > MAX_LINE {
-            pending.clear();
-            skipping = true;
+        tail.take_skipped();
+        batch.counts.bytes += n as u64;
+        region.done = tail.consumed();
+        batch.set_pass_progress(name.clone(), Some(region));
+        if tail.at_end() {
+            return Ok(Region::Done);
         }
-        if !skipping {
-            region.done = read_to - pending.len() as u64;
-            batch.set_pass_progress(name.clone(), Some(region));
-        }
-        if read_to < region.end && stop.load(Ordering::Relaxed) {
+        if stop.load(Ordering::Relaxed) {
             return Ok(Region::Stopped);
         }
-        if batch.counts.bytes >= super::COMMIT_BYTES || batch.days() >= super::COMMIT_DAYS {
+        if batch.is_full() {
             store.commit(std::mem::take(batch))?;
         }
     }
-    Ok(Region::Done)
 }
 
 /// Adds the quote of `line` if the store counted the line before cost and the pass has not

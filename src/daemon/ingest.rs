@@ -1,0 +1,83 @@
+//! One poll of the ledger, the heart of `run`: the store resumed if a fault paused it, the
+//! stats folder read (its recent files, or all of them), and what changed said once.
+
+use std::io::ErrorKind;
+
+use super::Daemon;
+use super::stats_dir::{Listed, warn_unreadable};
+use crate::ingest::{self, IngestError};
+use crate::store::StoreError;
+
+impl Daemon {
+    /// Reads what is new; a missing or unreadable folder is reported once and waited for.
+    pub(super) fn ingest(&mut self) -> anyhow::Result<()> {
+        if !self.resume()? {
+            return Ok(());
+        }
+        let Some(store) = self.store.as_mut() else {
+            return Ok(());
+        };
+        // sled writes on into the files of a state dir deleted under it: notice, and start over.
+        if !store.path().is_dir() {
+            let error = StoreError::io(store.path(), std::io::Error::from(ErrorKind::NotFound));
+            return self.pause(error);
+        }
+        let stats_dir = self.settings.stats_dir.value.clone();
+        // Before the listing: an entry added while it runs makes the next poll a full one.
+        let dir_mtime = std::fs::metadata(&stats_dir).and_then(|m| m.modified()).ok();
+        let quick = self
+            .stats_dir
+            .listed
+            .as_ref()
+            .and_then(|listed| listed.still(dir_mtime, store.cost_pass().is_empty()));
+        let mut poll = || match &quick {
+            Some(recent) => ingest::poll_recent(store, recent, &self.stopping),
+            None => ingest::poll_until(store, &stats_dir, &self.stopping),
+        };
+        // `run`'s runtime has two workers, and a poll blocks one of them; a single-threaded runtime
+        // (the paused-clock tests) has nothing else to run meanwhile.
+        let result = match tokio::runtime::Handle::current().runtime_flavor() {
+            tokio::runtime::RuntimeFlavor::CurrentThread => poll(),
+            _ => tokio::task::block_in_place(poll),
+        };
+        match result {
+            Ok(mut report) => {
+                match quick {
+                    Some(_) => report.files = self.last_poll.files,
+                    None => self.stats_dir.listed = Some(Listed::now(dir_mtime, &report)),
+                }
+                self.stats_dir.present(&stats_dir, &self.settings);
+                if report.counts.read() > 0 {
+                    tracing::debug!(
+                        event = "ingest.poll",
+                        counted = report.counts.counted,
+                        duplicate = report.counts.duplicate,
+                        rejected = report.counts.rejected_total(),
+                        duration_ms = report.duration().as_millis() as u64,
+                        "ingested {} new lines ({} duplicate, {} rejected) in {:?}",
+                        report.counts.counted,
+                        report.counts.duplicate,
+                        report.counts.rejected_total(),
+                        report.duration()
+                    );
+                }
+                // Once per outage, not once per poll.
+                match (self.last_poll.files_failed, report.files_failed) {
+                    (0, failed) if failed > 0 => warn_unreadable(failed, report.first_failure.as_ref()),
+                    (before, 0) if before > 0 => {
+                        tracing::info!(event = "ledger.readable", "every ledger file can be read again")
+                    }
+                    _ => {}
+                }
+                self.last_poll = report;
+                self.caught_up = true;
+            }
+            Err(IngestError::StatsDir { source, .. }) => {
+                self.stats_dir.absent(&stats_dir, &source, &self.settings)
+            }
+            Err(IngestError::Store(e)) => return self.pause(e),
+        }
+        self.publish();
+        Ok(())
+    }
+}

@@ -1,0 +1,122 @@
+//! What `/metrics` and `status` are handed after every commit: the store's totals (never less
+//! than was served before), the series' births, and the status document.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use tokio::sync::watch;
+
+use crate::export::prometheus::ScrapeView;
+use crate::export::self_metrics::SelfStats;
+use crate::snapshot::{self, StatusJson};
+use crate::store::Store;
+use crate::store::counts::IngestCounts;
+use crate::store::stream::SeriesId;
+
+pub(super) struct Published {
+    scrape_views: watch::Sender<Arc<ScrapeView>>,
+    /// The address `/metrics` is served on, as bound.
+    serving: Option<String>,
+    /// The counts as of the last `status.json` written.
+    snapshot_counts: Option<IngestCounts>,
+    /// How many series the store had when their births were last noted, and the births then.
+    births_noted: (usize, Arc<BTreeMap<SeriesId, u64>>),
+    /// The time of the last publication since the run caught up with the ledger: a series
+    /// published later was not in it. `None` until then, when a new series may be one that a
+    /// run this store does not know of published (a store restored from a backup).
+    published_ns: Option<u64>,
+}
+
+impl Published {
+    pub fn new(scrape_views: watch::Sender<Arc<ScrapeView>>, serving: Option<String>) -> Published {
+        Published {
+            scrape_views,
+            serving,
+            snapshot_counts: None,
+            births_noted: (0, Arc::default()),
+            published_ns: None,
+        }
+    }
+
+    /// The exporter's own metrics as last served.
+    pub fn self_stats(&self) -> SelfStats {
+        self.scrape_views.borrow().self_stats
+    }
+
+    /// Hands `/metrics` and `status` the store's committed state.
+    pub fn publish(&mut self, store: &mut Store, self_stats: SelfStats, caught_up: bool, state_dir: &Path) {
+        let now_ns = crate::export::otlp::now_ns();
+        // Series never go away, so a count that changed is the one sign of new ones. A new one's
+        // zero goes a millisecond after the last moment it is known to have been absent, before
+        // any scrape could have seen it (docs/counting-rules.md, "Births").
+        let series = store.lifetime().len();
+        if series != self.births_noted.0 {
+            if let Err(e) = store.bring_stream_back(now_ns) {
+                tracing::warn!(event = "state.write_failed", file = "stream", error = %e, "cannot note the clock's time in the state dir: {e}");
+            }
+            let absent_ns = self
+                .published_ns
+                .unwrap_or_else(|| store.stream().newest_ns())
+                .min(now_ns);
+            match store.record_births(absent_ns.saturating_add(1_000_000)) {
+                Ok(()) => {
+                    let born = store.stream().births.iter().filter(|(_, ns)| **ns > 0);
+                    self.births_noted = (series, Arc::new(born.map(|(k, v)| (k.clone(), *v)).collect()));
+                }
+                // Tried again at the next publication; until then a new series has no `_created`.
+                Err(e) => {
+                    tracing::warn!(event = "state.write_failed", file = "stream", error = %e, "cannot note new series in the state dir: {e}")
+                }
+            }
+        }
+        // A store rebuilt from the ledger (`--reset-state`, a deleted store) serves no less than
+        // was served before, series by series, while it catches up: a scraper reads a lower value
+        // as a reset, and counts the whole history again (docs/counting-rules.md, "Rebuilds").
+        let mut lifetime = store.lifetime().clone();
+        lifetime.raise_to(&store.stream().served);
+        let mut self_stats = self_stats;
+        self_stats.counts = self_stats.counts.raised_to(&store.stream().served_counts);
+        // A moment the scrape view holds the series the stream record lists, and none other: what
+        // a series found later is dated after (here, and by the next run).
+        let noted = self.births_noted.0 == series;
+        if caught_up && noted {
+            self.published_ns = Some(now_ns);
+            if let Err(e) = store.note_publication(now_ns, false, &lifetime, &self_stats.counts) {
+                tracing::debug!(event = "state.write_failed", file = "stream", error = %e, "cannot note the publication in the state dir: {e}");
+            }
+        }
+        let store = &*store;
+        let counts = *store.counts();
+        if self.snapshot_counts != Some(counts) {
+            let doc = StatusJson {
+                prometheus: self.serving.clone(),
+                ..StatusJson::of(store.lifetime(), &counts)
+            };
+            match snapshot::write(state_dir, &doc) {
+                Ok(()) => self.snapshot_counts = Some(counts),
+                Err(e) => {
+                    tracing::warn!(event = "state.write_failed", file = "status.json", error = %e, "cannot write the status snapshot in the state dir: {e}")
+                }
+            }
+        }
+        self.scrape_views.send_replace(Arc::new(ScrapeView {
+            lifetime,
+            births: self.births_noted.1.clone(),
+            self_stats,
+        }));
+    }
+
+    /// At a clean stop: notes the last publication, if it served the series the stream record
+    /// lists, so that a series a next run finds is dated just after it.
+    pub fn note_the_last(&self, store: &mut Store) {
+        if self.published_ns.is_none() || store.lifetime().len() != self.births_noted.0 {
+            return;
+        }
+        let last = self.scrape_views.borrow().clone();
+        let now_ns = crate::export::otlp::now_ns();
+        if let Err(e) = store.note_publication(now_ns, true, &last.lifetime, &last.self_stats.counts) {
+            tracing::debug!(event = "state.write_failed", file = "stream", error = %e, "cannot note the last publication in the state dir: {e}");
+        }
+    }
+}
