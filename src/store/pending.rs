@@ -3,8 +3,9 @@
 
 use super::counts::IngestCounts;
 use super::engine::{self, Write, keys};
-use super::export_record::{self, ExportRecord};
-use super::stream::{self, StreamRecord};
+use super::export_record::ExportRecord;
+use super::records;
+use super::stream::StreamRecord;
 use super::{Store, StoreError};
 use crate::bytes::Reader;
 use crate::series::Sums;
@@ -55,7 +56,7 @@ impl Store {
             number: exports,
             pending,
         };
-        export_record::write(&self.record, &record)?;
+        records::write(&self.record, &record)?;
         self.start_writeback_unless_deferred();
         self.exports = exports;
         self.pending = Some(record.pending);
@@ -78,7 +79,7 @@ impl Store {
 
     /// Durably records `stream` before the export it describes is sent (see `stream`).
     pub fn record_stream(&mut self, stream: StreamRecord) -> Result<(), StoreError> {
-        stream::write(&self.stream_path, &stream)?;
+        records::write(&self.stream_path, &stream)?;
         self.start_writeback_unless_deferred();
         self.stream = stream;
         Ok(())

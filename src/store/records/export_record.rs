@@ -69,11 +69,6 @@ pub fn read(path: &Path, store: &Path) -> Result<Option<ExportRecord>, StoreErro
     })
 }
 
-/// Replaces the record at `path` so that it survives a power cut.
-pub fn write(path: &Path, record: &ExportRecord) -> Result<(), StoreError> {
-    super::write(path, record)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,11 +92,11 @@ mod tests {
         let path = path_in(dir.path());
         let store = dir.path().join("store");
         assert!(matches!(read(&path, &store), Ok(None)));
-        write(&path, &record()).unwrap();
+        super::super::write(&path, &record()).unwrap();
         assert_eq!(read(&path, &store).ok().flatten(), Some(record()));
         let mut next = record();
         next.number = 43;
-        write(&path, &next).unwrap();
+        super::super::write(&path, &next).unwrap();
         assert_eq!(read(&path, &store).ok().flatten(), Some(next));
         assert!(!dir.path().join("store.export.tmp").exists());
     }

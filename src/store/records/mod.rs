@@ -65,7 +65,7 @@ fn read<R: Record>(path: &Path, unreadable: impl FnOnce() -> StoreError) -> Resu
 }
 
 /// Replaces the record at `path` so that it survives a power cut.
-fn write(path: &Path, record: &impl Record) -> Result<(), StoreError> {
+pub(super) fn write(path: &Path, record: &impl Record) -> Result<(), StoreError> {
     crate::files::replace(path, &record.encode(), crate::files::Durability::PowerCut)
         .map_err(|error| StoreError::io(path, error))
 }
