@@ -4,6 +4,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::field::RecordFields;
+use tracing_subscriber::fmt::FormatFields;
+use tracing_subscriber::fmt::format::{DefaultFields, Writer};
 
 use reasonix_exporter::cli::args::{Cli, Command, LogFormat, Options};
 use reasonix_exporter::cli::{self, doctor, generate, once, status};
@@ -107,18 +110,44 @@ fn init_logging(options: &Options) -> anyhow::Result<()> {
         // Every event's fields (`event`, and `file`, `count`, `error`… where it has them) for
         // log shippers to filter on; docs/design.md, "Logs".
         LogFormat::Json => builder.json().init(),
-        // The sentence alone: it says every value its fields hold.
         LogFormat::Text => builder
-            .fmt_fields(tracing_subscriber::fmt::format::debug_fn(
-                |out, field, value| match field.name() {
-                    "message" => write!(out, "{value:?}"),
-                    _ => Ok(()),
-                },
-            ))
+            .fmt_fields(Sentences)
             .with_ansi(std::io::stderr().is_terminal())
             .init(),
     }
     Ok(())
+}
+
+/// The text format's fields: an event of ours (it has an `event` name) shows its sentence alone,
+/// which says every value its fields hold; any other (a library's, at debug) shows its fields as
+/// the default format does.
+struct Sentences;
+
+impl<'writer> FormatFields<'writer> for Sentences {
+    fn format_fields<R: RecordFields>(&self, mut writer: Writer<'writer>, fields: R) -> std::fmt::Result {
+        let mut seen = Sentence::default();
+        fields.record(&mut seen);
+        match seen {
+            Sentence { named: true, message } => writer.write_str(&message),
+            _ => DefaultFields::new().format_fields(writer, fields),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Sentence {
+    named: bool,
+    message: String,
+}
+
+impl tracing::field::Visit for Sentence {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        match field.name() {
+            "message" => self.message = format!("{value:?}"),
+            "event" => self.named = true,
+            _ => {}
+        }
+    }
 }
 
 /// The daemon gets two workers (ingestion, and the HTTP server and exports); `once` needs one.

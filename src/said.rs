@@ -45,6 +45,11 @@ impl Episode {
     pub fn holds(&self) -> bool {
         self.holds.is_some()
     }
+
+    /// How long the episode has lasted so far, if the condition holds.
+    pub fn lasted(&self) -> Option<Duration> {
+        self.holds.map(|(began, _)| began.elapsed())
+    }
 }
 
 #[cfg(test)]
@@ -58,6 +63,7 @@ mod tests {
         assert!(outage.begins());
         assert!(!outage.begins(), "the same episode");
         assert!(outage.holds());
+        assert!(outage.lasted().is_some());
         assert_eq!(
             outage.ends_after(Duration::from_secs(3600)),
             None,

@@ -187,7 +187,19 @@ fn json_logs_are_one_object_per_line() {
             event["level"].is_string() && event["fields"]["message"].is_string(),
             "{line}"
         );
+        // Every event of ours is named, for a log shipper to filter on without parsing the
+        // sentence; the poll's carries its counts as fields.
+        let name = event["fields"]["event"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no event name: {line}"));
+        if name == "ingest.poll" {
+            assert!(
+                event["fields"]["counted"].is_u64() && event["fields"]["duration_ms"].is_u64(),
+                "{line}"
+            );
+        }
     }
+    assert!(log.contains(r#""event":"ingest.poll""#), "{log}");
     assert!(!log.contains("SECRET-PROMPT"));
 }
 

@@ -72,7 +72,6 @@ pub async fn once(settings: &Settings) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// What the export did, in one line.
 /// What the poll read, and the files it could not.
 fn say_ingested(report: &ingest::PollReport) {
     let c = report.counts;
@@ -103,6 +102,7 @@ fn say_ingested(report: &ingest::PollReport) {
     }
 }
 
+/// What the export did, in one line.
 fn say_exported(report: &crate::export::otlp::ExportReport, endpoint: &str) {
     if report.requests == 0 {
         // Delta with no new lines: nothing to send, and the collector was not asked anything.

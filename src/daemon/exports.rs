@@ -80,10 +80,14 @@ impl Daemon {
     /// Prepares the next request (its record made durable) and sends it from a task of its own.
     pub(super) fn start_export(&mut self) -> anyhow::Result<()> {
         let self_stats = self.self_stats();
+        // Due or not, a retry is taken now: left set without a store, it would fire at once on
+        // every turn of the loop until the store is back.
+        if let Some(exports) = self.exports.as_mut() {
+            exports.retry_at = None;
+        }
         let (Some(exports), Some(store)) = (self.exports.as_mut(), self.store.as_mut()) else {
             return Ok(());
         };
-        exports.retry_at = None;
         let outgoing = match exports.exporter.prepare(store, &self_stats) {
             Ok(Some(outgoing)) => outgoing,
             Ok(None) => return Ok(()),
@@ -108,7 +112,7 @@ impl Daemon {
         exports.note_held(outgoing.report().held);
         match exports.exporter.complete(store, outgoing, sent) {
             Ok(report) => {
-                if let Some(lasted) = exports.health.accepted(report.accepted.warning()) {
+                if let Some(lasted) = exports.health.outage_lasted() {
                     tracing::info!(
                         event = "export.outage_over",
                         duration_ms = lasted.as_millis() as u64,
@@ -116,6 +120,7 @@ impl Daemon {
                         exports.exporter.endpoint(),
                     );
                 }
+                exports.health.accepted(report.accepted.warning());
                 exports.backoff.reset();
                 if report.births > 0 {
                     // The new series' zeros are in: their values go at once, not an interval later.

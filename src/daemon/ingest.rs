@@ -61,13 +61,12 @@ impl Daemon {
                         report.duration()
                     );
                 }
-                // Once per outage, not once per poll.
-                match (self.last_poll.files_failed, report.files_failed) {
-                    (0, failed) if failed > 0 => warn_unreadable(failed, report.first_failure.as_ref()),
-                    (before, 0) if before > 0 => {
-                        tracing::info!(event = "ledger.readable", "every ledger file can be read again")
+                if report.files_failed > 0 {
+                    if self.stats_dir.unreadable.begins() {
+                        warn_unreadable(report.files_failed, report.first_failure.as_ref());
                     }
-                    _ => {}
+                } else if self.stats_dir.unreadable.ends().is_some() {
+                    tracing::info!(event = "ledger.readable", "every ledger file can be read again");
                 }
                 self.last_poll = report;
                 self.caught_up = true;

@@ -1,6 +1,7 @@
 //! The stats folder as `run` sees it: present, missing or unreadable (each change said once),
-//! watched for file events when it can be, and its files read on every poll: the recent ones,
-//! and all of them once a minute or when the folder's entries change.
+//! watched for file events when it can be, files in it that cannot be read (said once an
+//! episode), and which of its files a poll reads (`ingest.rs` runs it): the recent ones, and
+//! all of them once a minute or when the folder's entries change.
 
 use std::io::ErrorKind;
 use std::path::Path;
@@ -13,6 +14,7 @@ use tokio::sync::Notify;
 use crate::ingest::{self, FileFailure};
 use crate::ledger::discover::LedgerFile;
 use crate::ledger::watch::{self as ledger_watch, Watcher};
+use crate::said::Episode;
 use crate::sandbox;
 use crate::settings::Settings;
 
@@ -70,6 +72,8 @@ pub(super) struct StatsDir {
     /// The last full listing (`None`: the next poll is a full one).
     pub listed: Option<Listed>,
     state: DirState,
+    /// Ledger files in it cannot be read.
+    pub unreadable: Episode,
 }
 
 impl StatsDir {
@@ -80,6 +84,7 @@ impl StatsDir {
             watch_broken: false,
             listed: None,
             state: DirState::Unknown,
+            unreadable: Episode::default(),
         }
     }
 

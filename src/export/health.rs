@@ -33,9 +33,14 @@ pub struct ExportHealth {
 }
 
 impl ExportHealth {
-    /// An export was accepted, with `partial` when the collector rejected some of its points:
-    /// how long the outage it ends lasted, if it ends one.
-    pub fn accepted(&mut self, partial: Option<String>) -> Option<Duration> {
+    /// How long the outage has lasted so far, if there is one.
+    pub fn outage_lasted(&self) -> Option<Duration> {
+        self.outage.lasted()
+    }
+
+    /// An export was accepted, with `partial` when the collector rejected some of its points;
+    /// it ends any outage.
+    pub fn accepted(&mut self, partial: Option<String>) {
         if partial != self.partial {
             match &partial {
                 Some(warning) => warn_partial(warning),
@@ -46,13 +51,11 @@ impl ExportHealth {
             }
         }
         let changed = self.failing_since.is_some() || partial != self.partial;
-        let outage = self.outage.ends();
         *self = ExportHealth {
             partial,
             unsaved: self.unsaved || changed,
             ..ExportHealth::default()
         };
-        outage
     }
 
     /// An export failed with `error`, logged as `text`: whether this begins an outage.

@@ -162,7 +162,7 @@ fn wants_openmetrics(accept: &str) -> bool {
 
 /// The exposition text for `view`.
 pub fn encode(view: &ScrapeView, openmetrics: bool) -> String {
-    let mut out = String::with_capacity(4096 + view.lifetime.len() * 8 * 120);
+    let mut out = String::with_capacity(4096 + view.lifetime.len() * Quantity::COUNT * 120);
     let births = openmetrics.then_some(&*view.births);
     let sums = &view.lifetime;
     for quantity in Quantity::ALL {

@@ -1,4 +1,4 @@
-//! The exporter's own health (`reasonix_exporter.*`, README "Metrics"): lines read, duplicate and
+//! The exporter's own metrics (`reasonix_exporter.*`, README "Metrics"): lines read, duplicate and
 //! rejected (by reason), bytes read, label folds, export failures, files tracked, the last poll's
 //! duration and end, and the store's size. One definition serves OTLP and Prometheus.
 
@@ -31,7 +31,7 @@ pub struct SelfMetric {
     pub values: Vec<(Option<&'static str>, f64)>,
 }
 
-/// A moment's view of the exporter's health.
+/// A moment's view of the exporter's own metrics.
 #[derive(Debug, Default, Clone, Copy, PartialEq)]
 pub struct SelfStats {
     /// Line counts over the store's lifetime.

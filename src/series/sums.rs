@@ -241,12 +241,8 @@ impl Sums {
         Sums::read_families(bytes, &Family::ALL)
     }
 
-    /// Reads the token section alone, as layouts from before cost wrote it.
-    pub fn read_tokens(bytes: &mut Reader) -> Option<Sums> {
-        Sums::read_families(bytes, &[Family::Tokens])
-    }
-
-    fn read_families(bytes: &mut Reader, families: &[Family]) -> Option<Sums> {
+    /// Reads the sections of `families` alone, in their order (as older layouts wrote fewer).
+    pub fn read_families(bytes: &mut Reader, families: &[Family]) -> Option<Sums> {
         let mut sums = Sums::default();
         for &family in families {
             let value_len = match family {

@@ -204,31 +204,35 @@ impl Settings {
     }
 
     /// The settings kept as a [`Setting`], with their origin.
-    fn kept(&self) -> [(&'static str, &Origin); 7] {
+    fn kept(&self) -> [(&'static Def, &Origin); 7] {
         [
-            (STATS_DIR.key, &self.stats_dir.origin),
-            (STATE_DIR.key, &self.state_dir.origin),
-            (EXPORT_INTERVAL.key, &self.export_interval.origin),
-            (POLL_INTERVAL.key, &self.poll_interval.origin),
-            (WATCH.key, &self.watch.origin),
-            (PROMETHEUS.key, &self.prometheus.origin),
-            (SANDBOX.key, &self.sandbox.origin),
+            (&STATS_DIR, &self.stats_dir.origin),
+            (&STATE_DIR, &self.state_dir.origin),
+            (&EXPORT_INTERVAL, &self.export_interval.origin),
+            (&POLL_INTERVAL, &self.poll_interval.origin),
+            (&WATCH, &self.watch.origin),
+            (&PROMETHEUS, &self.prometheus.origin),
+            (&SANDBOX, &self.sandbox.origin),
         ]
     }
 
     /// Leaves in `origins` only what no [`Setting`] keeps.
     fn with_each_origin_once(mut self) -> Settings {
-        let kept: Vec<&str> = self.kept().iter().map(|(key, _)| *key).collect();
+        let kept: Vec<&str> = self.kept().iter().map(|(def, _)| def.key).collect();
         self.origins.retain(|key, _| !kept.contains(key));
         self
     }
 
-    /// Where the setting `key` came from, if something set it (`None` at its default, or at the
-    /// stats folder Reasonix's own config gives, which is how the default is found).
+    /// Where the setting `key` came from, if something set it: its flag, one of its variables or
+    /// the config file; `None` at its default, however that was found (the stats folder's from
+    /// `REASONIX_HOME` or Reasonix's own config).
     pub fn set_from(&self, key: &str) -> Option<&Origin> {
-        match self.kept().into_iter().find(|(kept, _)| *kept == key) {
-            Some((_, Origin::Default | Origin::ReasonixConfig)) => None,
-            Some((_, origin)) => Some(origin),
+        match self.kept().into_iter().find(|(def, _)| def.key == key) {
+            Some((def, origin)) => match origin {
+                Origin::Flag | Origin::ConfigFile => Some(origin),
+                Origin::Env(var) if def.vars.contains(var) => Some(origin),
+                _ => None,
+            },
             None => self.origins.get(key),
         }
     }
@@ -596,6 +600,28 @@ mod tests {
         let env = env_of(&[("HOME", "/u"), ("OTEL_METRIC_EXPORT_INTERVAL", "soon")]);
         let err = resolve(&Flags::new(), &env).unwrap_err().to_string();
         assert!(err.contains("OTEL_METRIC_EXPORT_INTERVAL"), "{err}");
+    }
+
+    #[test]
+    fn doctor_lists_what_was_set_not_how_a_default_was_found() {
+        let env = env_of(&[
+            ("HOME", "/u"),
+            ("REASONIX_HOME", "/r"),
+            ("REASONIX_EXPORTER_WATCH", "off"),
+        ]);
+        let settings = resolve(&flags(&[("poll_interval", "3s")]), &env).unwrap();
+        assert_eq!(settings.stats_dir.origin, Origin::Env("REASONIX_HOME"));
+        assert_eq!(
+            settings.set_from("stats_dir"),
+            None,
+            "the default, found through REASONIX_HOME"
+        );
+        assert_eq!(
+            settings.set_from("watch"),
+            Some(&Origin::Env("REASONIX_EXPORTER_WATCH"))
+        );
+        assert_eq!(settings.set_from("poll_interval"), Some(&Origin::Flag));
+        assert_eq!(settings.set_from("export_interval"), None);
     }
 
     #[test]

@@ -47,8 +47,9 @@ pub use records::stream;
 pub use reopen::Released;
 use stream::StreamRecord;
 
-/// The layout of the store's keys and values (see `engine.rs`). A store of another format is
-/// refused with `--reset-state` as the fix (the ledger is read again); see `recovery.rs`.
+/// The layout of the store's keys and values (see `engine/keys.rs`). An older format this build
+/// reads is upgraded where it is loaded (`upgrade/`); any other is refused with `--reset-state`
+/// as the fix (the ledger is read again).
 pub const FORMAT_VERSION: u32 = 5;
 
 /// Beside the store: the creation time of the store that lives here.

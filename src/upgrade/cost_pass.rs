@@ -103,14 +103,14 @@ fn read_region(
         batch.counts.bytes += n as u64;
         region.done = tail.consumed();
         batch.set_pass_progress(name.clone(), Some(region));
-        if tail.at_end() {
-            return Ok(Region::Done);
-        }
-        if stop.load(Ordering::Relaxed) {
+        if !tail.at_end() && stop.load(Ordering::Relaxed) {
             return Ok(Region::Stopped);
         }
         if batch.is_full() {
             store.commit(std::mem::take(batch))?;
+        }
+        if tail.at_end() {
+            return Ok(Region::Done);
         }
     }
 }

@@ -171,7 +171,7 @@ impl Record for StreamRecord {
         let last_time_ns = r.u64()?;
         let marks = match version {
             2..=VERSION => Sums::read(&mut r)?,
-            1 => Sums::read_tokens(&mut r)?,
+            1 => crate::store::upgrade::sums_before_cost(&mut r)?,
             _ => return None,
         };
         let mut own = BTreeMap::new();

@@ -1,6 +1,6 @@
 //! The store's side of upgrades, fenced off from the rest of it: a store of an older format is
-//! converted where it is loaded, and old layouts are decoded here and nowhere else (the
-//! records beside the store read theirs in `records/`). The reading half of the cost pass is in the
+//! converted where it is loaded, and old layouts are decoded here and nowhere else (a record
+//! beside the store names its old versions in `records/`, and reads them with what is here). The reading half of the cost pass is in the
 //! top-level `upgrade` module.
 //!
 //! - format 4 (before the seen set's days were split deeper): only the version changes;
@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use super::engine::{Write, keys};
 use super::{FORMAT_VERSION, PendingExport, Store, StoreError};
 use crate::bytes::Reader;
-use crate::series::{AttrSet, Sums, Totals};
+use crate::series::{AttrSet, Family, Sums, Totals};
 use cost_pass::BEFORE_COST;
 
 /// The format of stores before the seen set's days were split deeper than four partitions.
@@ -57,6 +57,11 @@ impl Store {
         }
         Ok(found)
     }
+}
+
+/// Sums as layouts before cost wrote them (stream record 1): the token section alone.
+pub(super) fn sums_before_cost(bytes: &mut Reader) -> Option<Sums> {
+    Sums::read_families(bytes, &[Family::Tokens])
 }
 
 /// The pending export of stores before cost (format 3, export record 2): per token series, the
