@@ -226,3 +226,35 @@ async fn a_deleted_state_dir_pauses_counting_until_the_retry_then_the_ledger_is_
     assert!(state.join("store").is_dir());
     running.stop().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_retry_that_comes_due_while_counting_is_paused_is_taken_not_spun_on() {
+    // An export failed (a retry is set), then the store could not be written and was let go.
+    // The retry's branch of the loop fires when it is due; were the retry left set, it would fire
+    // again at once, every turn, until the store came back.
+    let dir = tempfile::tempdir().unwrap();
+    let (stats, state) = (dir.path().join("stats"), dir.path().join("state"));
+    std::fs::create_dir_all(&stats).unwrap();
+    let flags: Flags = [
+        ("stats_dir", stats.to_str().unwrap()),
+        ("state_dir", state.to_str().unwrap()),
+        ("prometheus", "off"),
+        ("otlp_endpoint", "http://127.0.0.1:9/v1/metrics"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k, v.to_string()))
+    .collect();
+    let settings = Settings::resolve(&flags, false, &env_of(&[("HOME", "/nowhere")])).unwrap();
+    let otlp = settings.otlp.as_ref().unwrap();
+    let exporter =
+        OtlpExporter::new(otlp.target.clone(), otlp.temporality, "test@host", &otlp.resource).unwrap();
+    let store = Store::open(&state, false).unwrap();
+    let (scrape_views, _published) = watch::channel(Arc::new(ScrapeView::default()));
+    let stopping = Arc::new(AtomicBool::new(false));
+    let mut daemon = Daemon::new(&settings, store, Some(exporter), scrape_views, None, stopping);
+    daemon.exports.as_mut().unwrap().retry_at = Some(tokio::time::Instant::now());
+    drop(daemon.store.take());
+    daemon.start_export().unwrap();
+    assert_eq!(daemon.retry_at(), None, "the retry is taken");
+    assert!(daemon.idle(), "nothing was sent without a store");
+}
