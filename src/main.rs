@@ -100,7 +100,8 @@ fn init_logging(options: &Options) -> anyhow::Result<()> {
         Some(level) => EnvFilter::try_new(level).map_err(|_| {
             anyhow::anyhow!("--log-level '{level}' is not a level: use error, warn, info, debug or trace")
         })?,
-        None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        None => EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| EnvFilter::new(reasonix_exporter::settings::catalog::LOG_LEVEL.value)),
     };
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)

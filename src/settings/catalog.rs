@@ -117,6 +117,9 @@ pub const OTLP: Def = def! {
     example: Some(("\"on\", or \"off\" to ingest without exporting (status still works).", "")),
 };
 
+/// The default of [`OTLP_ENDPOINT`] with gRPC, as its texts say (a test holds them to it).
+pub const GRPC_ENDPOINT: &str = "http://localhost:4317";
+
 /// Read with [`OTLP`]: `true` turns export off, as in every OTel SDK.
 pub const SDK_DISABLED: &str = "OTEL_SDK_DISABLED";
 
@@ -126,11 +129,12 @@ pub const OTLP_ENDPOINT: Def = def! {
     vars: &["OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"],
     vars_shown: Some("`OTEL_EXPORTER_OTLP_METRICS_ENDPOINT` (as given), `OTEL_EXPORTER_OTLP_ENDPOINT` (`/v1/metrics` appended for HTTP)"),
     in_file: true,
-    default: "`http://localhost:4318/v1/metrics`; `http://localhost:4317` for gRPC",
-    help: "Collector URL, used as given [default: http://localhost:4318/v1/metrics, or http://localhost:4317 for grpc]",
+    value: "http://localhost:4318/v1/metrics",
+    default: "; `http://localhost:4317` for gRPC",
+    help: "Collector URL, used as given (with grpc: http://localhost:4317)",
     example: Some((
         "The collector URL, used as given (include /v1/metrics for HTTP).\nDefault: http://localhost:4318/v1/metrics, or http://localhost:4317 with grpc.",
-        "http://localhost:4318/v1/metrics",
+        "",
     )),
 };
 
@@ -284,8 +288,9 @@ pub const LOG_LEVEL: Def = def! {
     flag: Some(("log-level", "LEVEL")),
     vars: &["RUST_LOG"],
     vars_shown: Some("`RUST_LOG` (any `tracing` filter)"),
-    default: "`info`; the flag wins over the variable",
-    help: "Log level or filter (error, warn, info, debug, trace) [default: $RUST_LOG, else info]",
+    value: "info",
+    default: "; the flag wins over the variable",
+    help: "Log level or filter (error, warn, info, debug, trace); wins over $RUST_LOG",
 };
 
 pub const LOG_FORMAT: Def = def! {
@@ -451,6 +456,18 @@ mod tests {
         for key in file_keys() {
             assert!(config.get(key).is_some(), "{key} is not read from the file");
         }
+    }
+
+    #[test]
+    fn the_endpoints_texts_say_its_defaults() {
+        for text in [
+            OTLP_ENDPOINT.default_text(),
+            OTLP_ENDPOINT.help_text(),
+            OTLP_ENDPOINT.example.unwrap().0.into(),
+        ] {
+            assert!(text.contains(GRPC_ENDPOINT), "{text}");
+        }
+        assert!(OTLP_ENDPOINT.example.unwrap().0.contains(OTLP_ENDPOINT.value));
     }
 
     #[test]

@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use super::catalog::{
-    COMPRESSION, Def, HEADERS, OTLP_CERTIFICATE, OTLP_CLIENT_CERTIFICATE, OTLP_CLIENT_KEY, OTLP_ENDPOINT,
-    OTLP_PROTOCOL, RESOURCE, TEMPORALITY, TIMEOUT,
+    COMPRESSION, Def, GRPC_ENDPOINT, HEADERS, OTLP_CERTIFICATE, OTLP_CLIENT_CERTIFICATE, OTLP_CLIENT_KEY,
+    OTLP_ENDPOINT, OTLP_PROTOCOL, RESOURCE, TEMPORALITY, TIMEOUT,
 };
 use super::values::{MAX_TIMEOUT, parse_millis};
 use super::{OtlpSettings, SettingsError, Sources, setting_path, source_name};
@@ -124,8 +124,8 @@ fn endpoint(sources: &Sources<'_>, protocol: OtlpProtocol) -> Result<String, Set
         },
         Some((url, _)) => url,
         None => match protocol {
-            OtlpProtocol::HttpProtobuf => "http://localhost:4318/v1/metrics".into(),
-            OtlpProtocol::Grpc => "http://localhost:4317".into(),
+            OtlpProtocol::HttpProtobuf => OTLP_ENDPOINT.value.into(),
+            OtlpProtocol::Grpc => GRPC_ENDPOINT.into(),
         },
     };
     let endpoint = lowercase_scheme(endpoint.trim());
