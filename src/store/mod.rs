@@ -138,7 +138,7 @@ pub struct Store {
     lifetime: Sums,
     delivered: Sums,
     checkpoints: HashMap<OsString, Checkpoint>,
-    /// What the cost pass of an upgraded store has still to read (see `upgrade/cost_pass.rs`).
+    /// What the cost pass of an upgraded store has still to read (see `store/upgrade/cost_pass.rs`).
     cost_pass: BTreeMap<OsString, upgrade::cost_pass::PassFile>,
     counts: IngestCounts,
     pending: Option<PendingExport>,

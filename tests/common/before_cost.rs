@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-/// The families cost added (src/store/engine.rs).
+/// The families cost added (src/store/engine/keys.rs).
 const COST_FAMILIES: [&[u8]; 4] = [b"$/", b"$d/", b"u/", b"ud/"];
 const BEFORE_COST: u32 = 3;
 

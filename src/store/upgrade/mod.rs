@@ -1,5 +1,5 @@
 //! The store's side of upgrades, fenced off from the rest of it: a store of an older format is
-//! converted where it is loaded, and old layouts are decoded here and nowhere else (a record
+//! converted where it is loaded, and old layouts' decoders are here (a record file defaults the fields its older versions lack where it reads them) (a record
 //! beside the store names its old versions in `records/`, and reads them with what is here). The reading half of the cost pass is in the
 //! top-level `upgrade` module.
 //!
