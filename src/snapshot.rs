@@ -178,3 +178,32 @@ impl StatusJson {
         (priced, unpriced)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::series::AttrSet;
+
+    #[test]
+    fn a_series_is_its_attributes_then_every_quantity_in_order_and_reads_back() {
+        let mut totals = Totals::default();
+        for (i, q) in Quantity::ALL.into_iter().enumerate() {
+            totals.set(q, i as u64 + 1);
+        }
+        let mut lifetime = Sums::default();
+        lifetime.tokens.insert(AttrSet::folded(), totals);
+        let doc = StatusJson::of(&lifetime, &IngestCounts::default());
+        let text = serde_json::to_string(&doc.series[0]).unwrap();
+        assert_eq!(
+            text,
+            r#"{"model_ref":"other","provider":"other","source":"other","prompt":1,"completion":2,"reasoning":3,"cache_hit":4,"cache_miss":5,"total":6,"requests":7,"turns":8}"#
+        );
+        let back: SeriesJson = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.totals, totals);
+        let without_turns = text.replace(r#","turns":8"#, "");
+        assert!(
+            serde_json::from_str::<SeriesJson>(&without_turns).is_err(),
+            "every quantity is required"
+        );
+    }
+}
