@@ -1,7 +1,7 @@
 //! reasonix-exporter: the Reasonix usage ledger as exact OpenTelemetry counters.
 //!
 //! Data flows one way: [`ledger`] (find, tail, decode) → [`series`] (the data model) →
-//! [`store`] (seen set, totals, checkpoints) → [`upgrade`] → [`ingest`] → [`export`] (OTLP, `/metrics`) →
+//! [`store`] (seen set, totals, checkpoints) → [`upgrade`] → [`ingest`] → [`export`] (OTLP, `/metrics`) → [`history`] →
 //! [`settings`] → [`daemon`] (`run`) and [`cli`]; below them all, [`bytes`], [`said`], [`shown`],
 //! [`paths`] and [`files`].
 //! `tests/layers.rs` checks that no module uses one above it (the order is in docs/design.md).
@@ -11,6 +11,7 @@ pub mod cli;
 pub mod daemon;
 pub mod export;
 pub mod files;
+pub mod history;
 pub mod ingest;
 pub mod ledger;
 pub mod paths;

@@ -9,7 +9,7 @@ use tracing_subscriber::fmt::FormatFields;
 use tracing_subscriber::fmt::format::{DefaultFields, Writer};
 
 use reasonix_exporter::cli::args::{Cli, Command, LogFormat, Options};
-use reasonix_exporter::cli::{self, doctor, generate, once, status};
+use reasonix_exporter::cli::{self, doctor, generate, history, once, status};
 use reasonix_exporter::daemon;
 use reasonix_exporter::rules;
 use reasonix_exporter::sandbox;
@@ -51,6 +51,7 @@ fn try_main(cli: Cli) -> anyhow::Result<()> {
             runtime(false)?.block_on(once::once(&settings))
         }
         Command::Status { json } => status::status(&settings()?, json),
+        Command::History { format, labels } => history::history(&settings()?, format, &labels),
         Command::Doctor => runtime(false)?.block_on(doctor::doctor(&settings()?)),
         // Generated from the command line's definition alone: no settings, no store.
         Command::Completions { shell } => Ok(cli::print(&generate::completions(shell))?),

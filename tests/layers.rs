@@ -6,9 +6,9 @@
 use std::path::{Path, PathBuf};
 
 /// The top-level modules, lowest first: each may use only those before it.
-const LAYERS: [&str; 17] = [
+const LAYERS: [&str; 18] = [
     "bytes", "said", "shown", "paths", "files", "ledger", "series", "store", "upgrade", "ingest", "snapshot",
-    "export", "sandbox", "settings", "daemon", "rules", "cli",
+    "export", "history", "sandbox", "settings", "daemon", "rules", "cli",
 ];
 
 const MAX_FILE_LINES: usize = 500;

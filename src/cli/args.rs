@@ -41,6 +41,18 @@ pub enum Command {
     },
     /// Check paths, configuration, store and collector, and say how to fix what is wrong.
     Doctor,
+    /// Write the store's history (what it counted before it first exported) as points at their
+    /// own time, for a backend's backfill (deploy/README.md, "Bring your history").
+    History {
+        /// `openmetrics` for `promtool tsdb create-blocks-from openmetrics`; `victoriametrics`
+        /// for VictoriaMetrics' `/api/v1/import`.
+        #[arg(long, value_enum, default_value_t = HistoryFormat::Openmetrics)]
+        format: HistoryFormat,
+        /// A label every series of the history carries, as the backend names the live stream's
+        /// (`job`, `instance`, a promoted resource attribute); repeat for each.
+        #[arg(long = "label", value_name = "NAME=VALUE")]
+        labels: Vec<String>,
+    },
     /// Print a completion script for SHELL (bash, zsh, fish, elvish, powershell).
     Completions {
         #[arg(value_name = "SHELL")]
@@ -121,6 +133,12 @@ impl FromArgMatches for Options {
         })?;
         Ok(())
     }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HistoryFormat {
+    Openmetrics,
+    Victoriametrics,
 }
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -4,6 +4,7 @@
 pub mod args;
 pub mod doctor;
 pub mod generate;
+pub mod history;
 pub mod once;
 pub mod status;
 

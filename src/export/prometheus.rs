@@ -245,7 +245,7 @@ fn header_lines(out: &mut String, name: &str, help: &str, kind: &str) {
 }
 
 /// `{k="v",…}` with the exposition format's escaping.
-fn labels(pairs: &[(&str, &str)]) -> String {
+pub fn labels(pairs: &[(&str, &str)]) -> String {
     let mut out = String::from("{");
     for (i, (key, value)) in pairs.iter().enumerate() {
         if i > 0 {

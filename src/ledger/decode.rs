@@ -19,7 +19,7 @@ use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use super::field::Field;
 use super::go_text::{go_lossy_utf8, go_surrogates};
 use super::quote::{Amount, Currency, Quote, QuoteFields};
-use super::timestamp::{Day, day_of_rfc3339};
+use super::timestamp::{Day, day_of_rfc3339, unix_ms_of_valid};
 
 /// The token and request counts a usage row carries; absent counts are zero.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -53,6 +53,8 @@ pub struct Row<'a> {
     pub source: Option<Cow<'a, str>>,
     /// The calendar day of `ts` as written (its local date), when the row has one.
     pub day: Option<Day>,
+    /// The instant of `ts` (Unix ms), when the row has one: where its history is placed.
+    pub at_ms: Option<i64>,
     /// The row's price quote; it counts only on a usage row.
     pub quote: Quote<'a>,
 }
@@ -166,6 +168,7 @@ impl Row<'_> {
             model: self.model.map(|m| Cow::Owned(m.into_owned())),
             source: self.source.map(|s| Cow::Owned(s.into_owned())),
             day: self.day,
+            at_ms: self.at_ms,
             quote: self.quote.into_owned(),
         }
     }
@@ -190,9 +193,12 @@ struct Fields<'a> {
 
 impl<'a> Fields<'a> {
     fn into_row(self) -> Result<Row<'a>, Rejection> {
-        let day = match self.ts {
-            Field::Absent => None,
-            Field::Value(ts) => Some(day_of_rfc3339(&ts).ok_or(Rejection::BadTimestamp)?),
+        let (day, at_ms) = match self.ts {
+            Field::Absent => (None, None),
+            Field::Value(ts) => {
+                let day = day_of_rfc3339(&ts).ok_or(Rejection::BadTimestamp)?;
+                (Some(day), unix_ms_of_valid(&ts))
+            }
             Field::Bad => return Err(Rejection::BadTimestamp),
         };
         let label = |field: Field<Cow<'a, str>>| match field {
@@ -238,6 +244,7 @@ impl<'a> Fields<'a> {
             model,
             source,
             day,
+            at_ms,
             quote,
         })
     }

@@ -1,4 +1,5 @@
-//! RFC 3339 validation of `ts`, and the calendar day that partitions the seen set.
+//! RFC 3339 validation of `ts`, the calendar day that partitions the seen set, and the instant
+//! a line's history is placed at.
 
 use std::fmt;
 
@@ -55,6 +56,52 @@ pub fn day_of_rfc3339(ts: &str) -> Option<Day> {
     zone_ok.then(|| Day(b[..10].try_into().expect("ten bytes")))
 }
 
+/// The instant of a timestamp [`day_of_rfc3339`] accepted, in Unix milliseconds (the fraction
+/// cut, not rounded: a line is placed in the millisecond it was written in); `None` for any
+/// other text.
+pub fn unix_ms_of_rfc3339(ts: &str) -> Option<i64> {
+    day_of_rfc3339(ts)?;
+    unix_ms_of_valid(ts)
+}
+
+/// [`unix_ms_of_rfc3339`] of a `ts` already accepted by [`day_of_rfc3339`].
+pub(super) fn unix_ms_of_valid(ts: &str) -> Option<i64> {
+    let b = ts.as_bytes();
+    let year = i64::from(two(b, 0)?) * 100 + i64::from(two(b, 2)?);
+    let (month, day) = (i64::from(two(b, 5)?), i64::from(two(b, 8)?));
+    let seconds = i64::from(two(b, 11)?) * 3600 + i64::from(two(b, 14)?) * 60 + i64::from(two(b, 17)?);
+    let mut rest = &b[19..];
+    let mut millis = 0;
+    if let [b'.', fraction @ ..] = rest {
+        let digits = fraction.iter().take_while(|c| c.is_ascii_digit()).count();
+        millis = fraction[..digits.min(3)]
+            .iter()
+            .chain(std::iter::repeat(&b'0'))
+            .take(3)
+            .fold(0, |n, c| n * 10 + i64::from(c - b'0'));
+        rest = &fraction[digits..];
+    }
+    let offset = match rest {
+        [sign @ (b'+' | b'-'), ..] => {
+            let east = i64::from(two(rest, 1)?) * 3600 + i64::from(two(rest, 4)?) * 60;
+            if *sign == b'+' { east } else { -east }
+        }
+        _ => 0,
+    };
+    let local = days_from_civil(year, month, day) * 86_400 + seconds;
+    Some((local - offset) * 1000 + millis)
+}
+
+/// Days from 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's `days_from_civil`).
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let year = if month <= 2 { year - 1 } else { year };
+    let era = year.div_euclid(400);
+    let year_of_era = year - era * 400;
+    let day_of_year = (153 * ((month + 9) % 12) + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    era * 146_097 + day_of_era - 719_468
+}
+
 fn valid_date(b: &[u8]) -> bool {
     if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
         return false;
@@ -105,6 +152,23 @@ mod tests {
             day_of_rfc3339("2026-08-07T00:22:43Z").unwrap().as_str(),
             "2026-08-07"
         );
+    }
+
+    #[test]
+    fn the_instant_is_the_timestamps_own_in_any_offset() {
+        let cases = [
+            ("1970-01-01T00:00:00Z", 0),
+            ("2026-08-07T00:22:43.571662+08:00", 1_786_033_363_571),
+            ("2026-08-06T16:22:43.5719Z", 1_786_033_363_571),
+            ("2026-08-06T10:52:43.571-05:30", 1_786_033_363_571),
+            ("2024-02-29T23:59:59.5Z", 1_709_251_199_500),
+            ("2000-03-01T00:00:00.999999999Z", 951_868_800_999),
+            ("1969-12-31T23:59:59.9Z", -100),
+        ];
+        for (ts, ms) in cases {
+            assert_eq!(unix_ms_of_rfc3339(ts), Some(ms), "{ts}");
+        }
+        assert_eq!(unix_ms_of_rfc3339("2026-02-29T00:00:00Z"), None);
     }
 
     #[test]

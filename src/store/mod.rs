@@ -43,7 +43,7 @@ use engine::{Engine, Write, keys};
 use lock::StateLock;
 pub use pending::PendingExport;
 use records::export_record;
-pub use records::stream;
+pub use records::{history, stream};
 pub use reopen::Released;
 use stream::StreamRecord;
 
@@ -151,6 +151,7 @@ pub struct Store {
     /// The cumulative stream, kept outside sled (see `stream`).
     stream: StreamRecord,
     stream_path: PathBuf,
+    history_path: PathBuf,
     /// With a stream that published attribute sets this store has not counted (yet): those and
     /// the lifetime's, for the cardinality fold (see [`Store::fold_known`]).
     fold_known: Option<BTreeMap<AttrSet, Totals>>,
@@ -227,6 +228,7 @@ impl Store {
             record,
             stream: StreamRecord::default(),
             stream_path,
+            history_path: records::history::path_in(state_dir),
             fold_known: None,
             _lock: lock,
         };

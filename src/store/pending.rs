@@ -5,6 +5,7 @@ use super::counts::IngestCounts;
 use super::engine::{self, Write, keys};
 use super::export_record::ExportRecord;
 use super::records;
+use super::records::history::{FrontierFile, HistoryFrontier};
 use super::stream::StreamRecord;
 use super::{Store, StoreError};
 use crate::bytes::Reader;
@@ -79,10 +80,41 @@ impl Store {
 
     /// Durably records `stream` before the export it describes is sent (see `stream`).
     pub fn record_stream(&mut self, stream: StreamRecord) -> Result<(), StoreError> {
+        if self.stream.never_sent() && !stream.never_sent() {
+            self.note_history_frontier(&stream)?;
+        }
         records::write(&self.stream_path, &stream)?;
         self.start_writeback_unless_deferred();
         self.stream = stream;
         Ok(())
+    }
+
+    /// Notes which lines are history, and the values the stream first sends (`records/history.rs`),
+    /// before the stream record that first sends them: lost to a crash between the two, it is
+    /// noted again by the next first send.
+    fn note_history_frontier(&self, first: &StreamRecord) -> Result<(), StoreError> {
+        let first_sent_ns = match first.last_time_ns {
+            0 => std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64),
+            sent => sent,
+        };
+        let mut files: Vec<FrontierFile> = self
+            .checkpoints
+            .iter()
+            .map(|(name, checkpoint)| FrontierFile {
+                name: name.as_encoded_bytes().to_vec(),
+                offset: checkpoint.offset,
+                prefix_hash: checkpoint.prefix.hash,
+            })
+            .collect();
+        files.sort_by(|a, b| a.name.cmp(&b.name));
+        let frontier = HistoryFrontier {
+            first_sent_ns,
+            files,
+            first_values: self.lifetime.clone(),
+        };
+        records::write(&self.history_path, &frontier)
     }
 
     /// Brings a stream record written under a clock that ran fast back to the clock `now_ns`

@@ -5,9 +5,12 @@
 //! unreadable rather than wrong.
 //!
 //! - `stream.rs`: the cumulative stream's record (`stream`);
-//! - `export_record.rs`: the last delta export begun (`store.export`).
+//! - `export_record.rs`: the last delta export begun (`store.export`);
+//! - `history.rs`: which lines are the store's history, noted when its stream first went out
+//!   (`history`).
 
 pub mod export_record;
+pub mod history;
 pub mod stream;
 
 use std::path::Path;

@@ -78,6 +78,11 @@ impl StreamRecord {
         }
     }
 
+    /// Whether the stream has never gone out: not exported, not published.
+    pub fn never_sent(&self) -> bool {
+        self.last_time_ns == 0 && self.births.is_empty()
+    }
+
     /// Whether this record's times run ahead of the clock `now_ns` by more than [`AHEAD_LIMIT_NS`]:
     /// written under a clock that ran fast and has come back since.
     pub fn ahead_of(&self, now_ns: u64) -> bool {

@@ -1,0 +1,111 @@
+//! `history`: the store's history at its own time, on standard output; progress on standard
+//! error. Reads the state dir's history frontier and the ledger, and nothing else: it runs
+//! beside a running exporter.
+
+use std::io::Write;
+use std::time::Instant;
+
+use super::args::HistoryFormat;
+use crate::history::{self, Format, Grid, Progress};
+use crate::settings::Settings;
+
+/// Labels a history series has already, or that name the metric: `--label` cannot set them.
+const OWN_LABELS: [&str; 7] = [
+    "__name__",
+    "model_ref",
+    "provider",
+    "source",
+    "currency",
+    "billing_mode",
+    "reason",
+];
+
+/// Progress is said at most this often.
+const PROGRESS_EVERY_S: u64 = 5;
+
+/// The top-level entry point for `reasonix-exporter history`.
+pub fn history(settings: &Settings, format: HistoryFormat, labels: &[String]) -> anyhow::Result<()> {
+    let labels = labels
+        .iter()
+        .map(|l| label(l))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let frontier = history::frontier_of(&settings.state_dir.value)?;
+    let interval_ms = settings.export_interval.value.as_millis() as u64;
+    let grid = Grid::new(interval_ms, frontier.first_sent_ns);
+    let format = match format {
+        HistoryFormat::Openmetrics => Format::OpenMetrics,
+        HistoryFormat::Victoriametrics => Format::VictoriaMetrics,
+    };
+    let started = Instant::now();
+    let mut said = Instant::now();
+    let progress = |p: &Progress| {
+        if said.elapsed().as_secs() >= PROGRESS_EVERY_S {
+            said = Instant::now();
+            tracing::info!(
+                event = "history.progress",
+                files = p.files_done,
+                lines = p.lines,
+                "history: {} of {} ledger files read ({} of {} MiB), {} lines",
+                p.files_done,
+                p.files,
+                p.bytes_done >> 20,
+                p.bytes >> 20,
+                p.lines
+            );
+        }
+    };
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
+    let written = history::write(
+        &settings.stats_dir.value,
+        &frontier,
+        &grid,
+        (format, &labels),
+        &mut out,
+        progress,
+    );
+    let summary = match written.and_then(|s| out.flush().map(|()| s).map_err(history::HistoryError::Output)) {
+        // A reader that went away (`| head`) ends the output quietly.
+        Err(history::HistoryError::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
+        other => other?,
+    };
+    for file in &summary.files_missing {
+        tracing::warn!(
+            event = "history.file_changed",
+            file = %file,
+            "history: ledger file {file} is gone or no longer holds what the store counted; its lines are not in the history (each series still ends at or below what the stream first sent)"
+        );
+    }
+    tracing::info!(
+        event = "history.written",
+        lines = summary.lines,
+        series = summary.series,
+        points = summary.points,
+        "history: {} lines as {} points of {} series, in {:.1} s, every point before the stream's first (step {} s)",
+        summary.lines,
+        summary.points,
+        summary.series,
+        started.elapsed().as_secs_f64(),
+        grid.step_ms() / 1000
+    );
+    let _ = std::io::stderr().flush();
+    Ok(())
+}
+
+/// `NAME=VALUE` as a label, or why it is not one.
+fn label(text: &str) -> anyhow::Result<(String, String)> {
+    let Some((name, value)) = text.split_once('=') else {
+        anyhow::bail!("--label '{text}' is not NAME=VALUE (e.g. --label job=reasonix)");
+    };
+    let valid = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !valid || OWN_LABELS.contains(&name) {
+        anyhow::bail!(
+            "--label '{name}' cannot be given: a label name is letters, digits and '_', not one of the series' own ({})",
+            OWN_LABELS.join(", ")
+        );
+    }
+    Ok((name.to_owned(), value.to_owned()))
+}

@@ -1,0 +1,150 @@
+//! Where the points of history go.
+//!
+//! A point at grid time `P` carries every line before `P`. The grid's step divides fifteen
+//! minutes, so that every local midnight of every time zone (their offsets are whole quarter
+//! hours) is a grid time: a day's growth, read across its midnights, is the day's lines exactly.
+//! Points are only where a series grew, plus its zero one step before its first growth, and a
+//! point every twelve hours between (a range query of a day finds a value in every window); all
+//! of them before the stream's first point, where the live stream takes over.
+
+use crate::series::Counter;
+
+/// Fifteen minutes, in ms: every zone's midnight is a multiple of it.
+const QUARTER_HOUR_MS: i64 = 900_000;
+/// Between two points of a series, at most this: twice a day.
+const HEARTBEAT_MS: i64 = 12 * 3_600_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grid {
+    step_ms: i64,
+    /// The last moment of history: a millisecond before the stream's first point.
+    last_ms: i64,
+}
+
+impl Grid {
+    /// One point per `interval_ms` (the export interval) where it divides fifteen minutes, else
+    /// per the largest whole second below it that does; history ends before `first_sent_ns`.
+    pub fn new(interval_ms: u64, first_sent_ns: u64) -> Grid {
+        let want_s = (interval_ms / 1000).clamp(1, QUARTER_HOUR_MS as u64 / 1000) as i64;
+        let step_s = (1..=want_s)
+            .rev()
+            .find(|s| QUARTER_HOUR_MS / 1000 % s == 0)
+            .unwrap_or(1);
+        Grid {
+            step_ms: step_s * 1000,
+            last_ms: (first_sent_ns / 1_000_000) as i64 - 1,
+        }
+    }
+
+    pub fn step_ms(&self) -> i64 {
+        self.step_ms
+    }
+
+    /// The point that carries a line written at `at_ms`: the grid time after it, or the last
+    /// moment of history for a line of the stream's first step, one dated after it (a clock
+    /// that ran fast), or one without a time.
+    pub fn point_of(&self, at_ms: Option<i64>) -> i64 {
+        match at_ms {
+            Some(at) => (at.div_euclid(self.step_ms) + 1)
+                .saturating_mul(self.step_ms)
+                .min(self.last_ms),
+            None => self.last_ms,
+        }
+    }
+
+    /// The points of one series from its growth `(point, delta)` (in any order, a point any
+    /// number of times): cumulative, never above `cap` (what the stream first sent).
+    pub fn points<V: Counter>(&self, growth: &mut [(i64, V)], cap: V) -> Vec<(i64, V)> {
+        growth.sort_by_key(|(at, _)| *at);
+        let Some(&(first, _)) = growth.first() else {
+            return Vec::new();
+        };
+        let capped = |v: V| v.less(v.less(cap));
+        let mut out = vec![(first - self.step_ms, V::default())];
+        let mut total = V::default();
+        let mut i = 0;
+        while i < growth.len() {
+            let at = growth[i].0;
+            while i < growth.len() && growth[i].0 == at {
+                total = total.plus(growth[i].1);
+                i += 1;
+            }
+            self.heartbeats(&mut out, at);
+            out.push((at, capped(total)));
+        }
+        self.heartbeats(&mut out, self.last_ms + 1);
+        out
+    }
+
+    /// Points every [`HEARTBEAT_MS`] after the last one in `out`, holding its value, while they
+    /// fall before `until`.
+    fn heartbeats<V: Counter>(&self, out: &mut Vec<(i64, V)>, until: i64) {
+        let Some(&(mut at, value)) = out.last() else {
+            return;
+        };
+        while until - at > HEARTBEAT_MS {
+            at += HEARTBEAT_MS;
+            out.push((at, value));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DAY_MS: i64 = 86_400_000;
+
+    #[test]
+    fn the_step_divides_a_quarter_hour() {
+        let t0 = 100 * DAY_MS as u64 * 1_000_000;
+        assert_eq!(Grid::new(15_000, t0).step_ms(), 15_000);
+        assert_eq!(Grid::new(60_000, t0).step_ms(), 60_000);
+        assert_eq!(Grid::new(7_000, t0).step_ms(), 6_000);
+        assert_eq!(Grid::new(500, t0).step_ms(), 1_000);
+        assert_eq!(Grid::new(3_600_000, t0).step_ms(), 900_000);
+    }
+
+    #[test]
+    fn a_line_is_carried_by_the_grid_time_after_it() {
+        let grid = Grid::new(15_000, 10 * DAY_MS as u64 * 1_000_000);
+        assert_eq!(grid.point_of(Some(0)), 15_000);
+        assert_eq!(grid.point_of(Some(14_999)), 15_000);
+        assert_eq!(grid.point_of(Some(-1)), 0);
+        assert_eq!(
+            grid.point_of(Some(10 * DAY_MS - 3)),
+            10 * DAY_MS - 1,
+            "the stream's first step"
+        );
+        assert_eq!(
+            grid.point_of(Some(20 * DAY_MS)),
+            10 * DAY_MS - 1,
+            "after the first send"
+        );
+        assert_eq!(grid.point_of(None), 10 * DAY_MS - 1);
+    }
+
+    #[test]
+    fn points_start_at_zero_add_up_hold_twice_a_day_and_never_pass_the_cap() {
+        let grid = Grid::new(60_000, 3 * DAY_MS as u64 * 1_000_000);
+        let mut growth = vec![(DAY_MS + 60_000, 5u64), (60_000, 2), (DAY_MS + 60_000, 1)];
+        let points = grid.points(&mut growth, 7);
+        let half = DAY_MS / 2;
+        assert_eq!(
+            points,
+            [
+                (0, 0),
+                (60_000, 2),
+                (60_000 + half, 2),
+                (DAY_MS + 60_000, 7),
+                (DAY_MS + 60_000 + half, 7),
+                (DAY_MS + 60_000 + 2 * half, 7),
+                (DAY_MS + 60_000 + 3 * half, 7),
+            ]
+        );
+        assert!(points.last().unwrap().0 < 3 * DAY_MS);
+        let capped = grid.points(&mut [(60_000, 9u64)], 4);
+        assert_eq!(capped[1], (60_000, 4));
+        assert!(grid.points::<u64>(&mut [], 4).is_empty());
+    }
+}

@@ -1,0 +1,86 @@
+//! `reasonix-exporter history`: the store's history written as points at their own time, for a
+//! backend to load (deploy/README.md, "Bring your history").
+//!
+//! A store counts the ledger it finds before it first exports: a year of history arrives as the
+//! counters' first value, and every range panel starts on the day of installation. The history
+//! frontier (`store/records/history.rs`) says which lines those were and what the stream first
+//! sent; this module reads exactly those lines again and writes each series as the cumulative
+//! values it would have had, one point per grid step with growth in it:
+//!
+//! - `grid.rs`: where points go (every local midnight of any zone is a point), and the point
+//!   times of a series: its zero, its growth, a heartbeat twice a day;
+//! - `read.rs`: the frontier's lines, read again, checked, counted once each, by series;
+//! - `format.rs`: OpenMetrics for `promtool tsdb create-blocks-from openmetrics`, and
+//!   VictoriaMetrics' JSON lines import.
+
+mod format;
+mod grid;
+mod read;
+
+use std::path::{Path, PathBuf};
+
+use crate::store::StoreError;
+use crate::store::history::{self as frontier, HistoryFrontier};
+use crate::store::stream;
+pub use format::Format;
+pub use grid::Grid;
+
+#[derive(Debug, thiserror::Error)]
+pub enum HistoryError {
+    #[error(
+        "the store in {0} has not exported or served anything yet, so it has no history: run the exporter (`reasonix-exporter run`, or `once`) first, then this"
+    )]
+    NotSent(PathBuf),
+    #[error(
+        "the store in {0} went out before this version kept its history frontier, so which lines are history is not known: its history cannot be written without counting lines twice"
+    )]
+    NoFrontier(PathBuf),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot read ledger file {file}: {error}; check the stats dir's permissions (--stats-dir)")]
+    Ledger { file: String, error: std::io::Error },
+    #[error("cannot write the history: {0}")]
+    Output(std::io::Error),
+}
+
+/// What was written, for the closing line.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Summary {
+    pub lines: u64,
+    pub series: usize,
+    pub points: u64,
+    /// Ledger files of the history that are gone or have changed since they were counted.
+    pub files_missing: Vec<String>,
+}
+
+/// The history frontier of the store under `state_dir`, or why there is none.
+pub fn frontier_of(state_dir: &Path) -> Result<HistoryFrontier, HistoryError> {
+    if let Some(frontier) = frontier::read(&frontier::path_in(state_dir))? {
+        return Ok(frontier);
+    }
+    let sent = stream::read(&stream::path_in(state_dir))?.is_some_and(|s| !s.never_sent());
+    Err(if sent {
+        HistoryError::NoFrontier(state_dir.to_path_buf())
+    } else {
+        HistoryError::NotSent(state_dir.to_path_buf())
+    })
+}
+
+/// Writes the history of `frontier` (its ledger files in `stats_dir`) to `out` in `format`, each
+/// series with `labels` added, on `grid`; `progress` hears of each file read.
+pub fn write(
+    stats_dir: &Path,
+    frontier: &HistoryFrontier,
+    grid: &Grid,
+    (format, labels): (Format, &[(String, String)]),
+    out: &mut impl std::io::Write,
+    progress: impl FnMut(&read::Progress),
+) -> Result<Summary, HistoryError> {
+    let (timelines, mut summary) = read::read(stats_dir, frontier, grid, progress)?;
+    summary.series = timelines.series();
+    summary.points = format::write(&timelines, &frontier.first_values, grid, (format, labels), out)
+        .map_err(HistoryError::Output)?;
+    Ok(summary)
+}
+
+pub use read::Progress;
