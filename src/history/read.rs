@@ -184,3 +184,85 @@ impl Step {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::series::Quantity;
+    use xxhash_rust::xxh3::xxh3_64;
+
+    const LINE_A: &str = r#"{"ts":"2026-11-01T10:00:00.5+08:00","model":"deepseek-chat","source":"cli","prompt":10,"completion":5,"total":15,"requests":1}"#;
+    const LINE_B: &str = r#"{"ts":"2026-11-02T10:00:00Z","model":"deepseek-chat","source":"cli","prompt":20,"completion":5,"total":25,"requests":1}"#;
+
+    fn frontier_of(dir: &Path, names: &[&str]) -> HistoryFrontier {
+        let files = names
+            .iter()
+            .map(|name| {
+                let bytes = std::fs::read(dir.join(name)).unwrap();
+                FrontierFile {
+                    name: name.as_bytes().to_vec(),
+                    offset: bytes.len() as u64,
+                    prefix_hash: xxh3_64(&bytes),
+                }
+            })
+            .collect();
+        HistoryFrontier {
+            first_sent_ns: 1_800_000_000_000_000_000,
+            files,
+            first_values: Sums::default(),
+        }
+    }
+
+    fn total(timelines: &Timelines) -> u64 {
+        let growth = timelines.tokens.values().flatten();
+        growth.map(|(_, t)| t.get(Quantity::Total)).sum()
+    }
+
+    #[test]
+    fn each_line_counts_once_at_its_own_time_and_only_up_to_the_frontier() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("2026-11-01.jsonl"),
+            format!("{LINE_A}\nnot json\n{LINE_B}\n"),
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("2026-11-01 (1).jsonl"), format!("{LINE_A}\n")).unwrap();
+        let frontier = frontier_of(dir.path(), &["2026-11-01.jsonl", "2026-11-01 (1).jsonl"]);
+        // Appended after the first send: the live stream's.
+        let mut later = std::fs::OpenOptions::new()
+            .append(true)
+            .open(dir.path().join("2026-11-01.jsonl"))
+            .unwrap();
+        std::io::Write::write_all(&mut later, format!("{LINE_B}x\n").as_bytes()).unwrap();
+        let grid = Grid::new(60_000, frontier.first_sent_ns);
+        let (timelines, summary) = read(dir.path(), &frontier, &grid, |_| {}).unwrap();
+        assert_eq!((summary.lines, total(&timelines)), (2, 40));
+        let points: Vec<i64> = timelines.tokens.values().flatten().map(|(at, _)| *at).collect();
+        let a = crate::ledger::timestamp::unix_ms_of_rfc3339("2026-11-01T10:00:00.5+08:00").unwrap();
+        assert_eq!(
+            points[0],
+            (a / 60_000 + 1) * 60_000,
+            "the grid time after the line"
+        );
+        assert!(summary.files_missing.is_empty());
+    }
+
+    #[test]
+    fn a_file_that_changed_or_went_is_left_out_and_named() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("2026-11-01.jsonl"), format!("{LINE_A}\n")).unwrap();
+        std::fs::write(dir.path().join("2026-11-02.jsonl"), format!("{LINE_B}\n")).unwrap();
+        std::fs::write(dir.path().join("2026-11-03.jsonl"), format!("{LINE_A}\n")).unwrap();
+        let frontier = frontier_of(
+            dir.path(),
+            &["2026-11-01.jsonl", "2026-11-02.jsonl", "2026-11-03.jsonl"],
+        );
+        std::fs::write(dir.path().join("2026-11-01.jsonl"), format!("{LINE_B}\n")).unwrap();
+        std::fs::remove_file(dir.path().join("2026-11-02.jsonl")).unwrap();
+        let grid = Grid::new(60_000, frontier.first_sent_ns);
+        let (timelines, summary) = read(dir.path(), &frontier, &grid, |_| {}).unwrap();
+        assert_eq!(summary.files_missing, ["2026-11-01.jsonl", "2026-11-02.jsonl"]);
+        // The changed file's line A is not taken from it, so its copy in the third file counts.
+        assert_eq!((summary.lines, total(&timelines)), (1, 15));
+    }
+}
