@@ -90,9 +90,14 @@ impl Store {
     }
 
     /// Notes which lines are history, and the values the stream first sends (`records/history.rs`),
-    /// before the stream record that first sends them: lost to a crash between the two, it is
-    /// noted again by the next first send.
+    /// before the stream record that first sends them; once only. A frontier already there stays:
+    /// one left by a crash before its stream record is a little older than the first send (its
+    /// history a little shorter, never longer), and one beside a stream record started again (a
+    /// damaged one replaced by `--reset-state`) still says what the backend first had.
     fn note_history_frontier(&self, first: &StreamRecord) -> Result<(), StoreError> {
+        if std::fs::symlink_metadata(&self.history_path).is_ok() {
+            return Ok(());
+        }
         let first_sent_ns = match first.last_time_ns {
             0 => std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
