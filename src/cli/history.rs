@@ -29,9 +29,18 @@ pub fn history(settings: &Settings, format: HistoryFormat, labels: &[String]) ->
         .iter()
         .map(|l| label(l))
         .collect::<anyhow::Result<Vec<_>>>()?;
+    if let Some((name, _)) = labels
+        .iter()
+        .find(|(n, _)| labels.iter().filter(|(m, _)| m == n).count() > 1)
+    {
+        anyhow::bail!("--label '{name}' is given twice: give each label once");
+    }
     let frontier = history::frontier_of(&settings.state_dir.value)?;
     let interval_ms = settings.export_interval.value.as_millis() as u64;
-    let grid = Grid::new(interval_ms, frontier.first_sent_ns);
+    // A first send dated ahead of the clock (one that ran fast) ends the history now: the stream
+    // has come back to the clock's time since.
+    let now_ns = crate::export::otlp::now_ns();
+    let grid = Grid::new(interval_ms, frontier.first_sent_ns.min(now_ns));
     let format = match format {
         HistoryFormat::Openmetrics => Format::OpenMetrics,
         HistoryFormat::Victoriametrics => Format::VictoriaMetrics,
@@ -101,9 +110,9 @@ fn label(text: &str) -> anyhow::Result<(String, String)> {
         .next()
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    if !valid || OWN_LABELS.contains(&name) {
+    if !valid || name.starts_with("__") || OWN_LABELS.contains(&name) {
         anyhow::bail!(
-            "--label '{name}' cannot be given: a label name is letters, digits and '_', not one of the series' own ({})",
+            "--label '{name}' cannot be given: a label name is letters, digits and '_', not beginning with '__' nor one of the series' own ({})",
             OWN_LABELS.join(", ")
         );
     }

@@ -59,7 +59,8 @@ impl Published {
                 .published_ns
                 .unwrap_or_else(|| store.stream().newest_ns())
                 .min(now_ns);
-            match store.record_births(absent_ns.saturating_add(1_000_000)) {
+            let served = self.serving.is_some().then_some(now_ns);
+            match store.record_births(absent_ns.saturating_add(1_000_000), served) {
                 Ok(()) => {
                     let born = store.stream().births.iter().filter(|(_, ns)| **ns > 0);
                     self.births_noted = (series, Arc::new(born.map(|(k, v)| (k.clone(), *v)).collect()));

@@ -100,8 +100,9 @@ impl<W: Write> Writer<'_, W> {
         let series = format!("{name}{}", labels(pairs));
         for (at, v) in points {
             self.line.clear();
-            let (s, ms) = (at.div_euclid(1000), at.rem_euclid(1000));
-            let _ = writeln!(self.line, "{series} {} {s}.{ms:03}", value(v));
+            let sign = if *at < 0 { "-" } else { "" };
+            let (s, ms) = (at.unsigned_abs() / 1000, at.unsigned_abs() % 1000);
+            let _ = writeln!(self.line, "{series} {} {sign}{s}.{ms:03}", value(v));
             self.out.write_all(self.line.as_bytes())?;
         }
         Ok(())

@@ -32,11 +32,17 @@ pub enum HistoryError {
     )]
     NotSent(PathBuf),
     #[error(
-        "the store in {0} went out before this version kept its history frontier, so which lines are history is not known: its history cannot be written without counting lines twice"
+        "the store in {0} went out before this version kept its history frontier, so which lines are history is not known: its history cannot be written without counting lines twice (its lines stay in Lifetime)"
     )]
     NoFrontier(PathBuf),
+    #[error(
+        "history frontier {0} is damaged, or written by a newer reasonix-exporter: its history cannot be written (the live stream is not affected); use the version that wrote it"
+    )]
+    Unreadable(PathBuf),
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error("cannot read the stats dir: {0}; check --stats-dir and its permissions")]
+    StatsDir(std::io::Error),
     #[error("cannot read ledger file {file}: {error}; check the stats dir's permissions (--stats-dir)")]
     Ledger { file: String, error: std::io::Error },
     #[error("cannot write the history: {0}")]
@@ -55,8 +61,18 @@ pub struct Summary {
 
 /// The history frontier of the store under `state_dir`, or why there is none.
 pub fn frontier_of(state_dir: &Path) -> Result<HistoryFrontier, HistoryError> {
-    if let Some(frontier) = frontier::read(&frontier::path_in(state_dir))? {
-        return Ok(frontier);
+    let path = frontier::path_in(state_dir);
+    match frontier::read(&path) {
+        Ok(Some(frontier)) => return Ok(frontier),
+        Ok(None) => {}
+        Err(StoreError::Corrupt { .. }) => return Err(HistoryError::Unreadable(path)),
+        Err(e) => return Err(e.into()),
+    }
+    if !state_dir.join("store").is_dir() {
+        return Err(StoreError::Missing {
+            path: state_dir.to_path_buf(),
+        }
+        .into());
     }
     let sent = stream::read(&stream::path_in(state_dir))?.is_some_and(|s| !s.never_sent());
     Err(if sent {

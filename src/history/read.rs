@@ -73,10 +73,7 @@ pub fn read(
     grid: &Grid,
     mut progress: impl FnMut(&Progress),
 ) -> Result<(Timelines, Summary), HistoryError> {
-    let found = ledger_files(stats_dir).map_err(|error| HistoryError::Ledger {
-        file: "the stats dir".into(),
-        error,
-    })?;
+    let found = ledger_files(stats_dir).map_err(HistoryError::StatsDir)?;
     let mut seen: HashSet<u128, QuickHash> = HashSet::default();
     let (mut timelines, mut summary) = (Timelines::default(), Summary::default());
     let mut done = Progress {
@@ -87,7 +84,7 @@ pub fn read(
         lines: 0,
     };
     for file in &frontier.files {
-        let name = String::from_utf8_lossy(&file.name).into_owned();
+        let name = crate::shown::one_line(&String::from_utf8_lossy(&file.name), 255);
         let path = found
             .iter()
             .find(|f| f.name.as_encoded_bytes() == file.name.as_slice())

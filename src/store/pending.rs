@@ -80,8 +80,9 @@ impl Store {
 
     /// Durably records `stream` before the export it describes is sent (see `stream`).
     pub fn record_stream(&mut self, stream: StreamRecord) -> Result<(), StoreError> {
-        if self.stream.never_sent() && !stream.never_sent() {
-            self.note_history_frontier(&stream)?;
+        // The first OTLP export: its points' time is the first send.
+        if self.stream.last_time_ns == 0 && stream.last_time_ns != 0 {
+            self.note_history_frontier(stream.last_time_ns)?;
         }
         records::write(&self.stream_path, &stream)?;
         self.start_writeback_unless_deferred();
@@ -89,21 +90,16 @@ impl Store {
         Ok(())
     }
 
-    /// Notes which lines are history, and the values the stream first sends (`records/history.rs`),
-    /// before the stream record that first sends them; once only. A frontier already there stays:
+    /// Notes which lines are history, and the values the stream first sends at `first_sent_ns`
+    /// (`records/history.rs`), before the stream record that first sends them; once only, and
+    /// only for a store that has counted something. A frontier already there stays:
     /// one left by a crash before its stream record is a little older than the first send (its
     /// history a little shorter, never longer), and one beside a stream record started again (a
     /// damaged one replaced by `--reset-state`) still says what the backend first had.
-    fn note_history_frontier(&self, first: &StreamRecord) -> Result<(), StoreError> {
-        if std::fs::symlink_metadata(&self.history_path).is_ok() {
+    fn note_history_frontier(&self, first_sent_ns: u64) -> Result<(), StoreError> {
+        if std::fs::symlink_metadata(&self.history_path).is_ok() || self.lifetime.is_empty() {
             return Ok(());
         }
-        let first_sent_ns = match first.last_time_ns {
-            0 => std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos() as u64),
-            sent => sent,
-        };
         let mut files: Vec<FrontierFile> = self
             .checkpoints
             .iter()
@@ -168,7 +164,11 @@ impl Store {
 
     /// Durably notes the series of the lifetime totals never published before: history on the
     /// store's first publication, born at `born_ns` afterwards (docs/counting-rules.md, "Births").
-    pub fn record_births(&mut self, born_ns: u64) -> Result<(), StoreError> {
+    /// A first publication `served` on `/metrics`, at `now_ns`, is the stream's first send.
+    pub fn record_births(&mut self, born_ns: u64, served: Option<u64>) -> Result<(), StoreError> {
+        if let Some(now_ns) = served.filter(|_| self.stream.never_sent()) {
+            self.note_history_frontier(now_ns)?;
+        }
         let mut stream = self.stream.clone();
         if stream.note_births(&self.lifetime, born_ns) {
             self.record_stream(stream)?;

@@ -7,7 +7,8 @@
 //! they were (a line that arrived later, however old its `ts`, was counted by the live stream,
 //! and must not be counted twice) and the first value the live stream sent of each series (the
 //! history of a series ends at or below it, so that nothing goes down across the join). Both
-//! are noted here once, when the stream record first records a send, and never again: like the
+//! are noted here once, at the stream's first send (its first OTLP export, or its first
+//! publication on a served `/metrics`), and never again: like the
 //! stream record, this file outlives `--reset-state`. A state dir deleted whole starts a new
 //! stream and a new frontier: the backend may hold part of that history already (the old
 //! stream's), and it is not loaded again (deploy/README.md, "Bring your history").
