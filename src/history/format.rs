@@ -23,9 +23,10 @@ pub enum Format {
 }
 
 /// Writes every series of `timelines`, capped by `first`, with `labels` added; the number of
-/// points written.
+/// points written. Each series' growth is put in time order in place, once for its eight
+/// quantities.
 pub fn write(
-    timelines: &Timelines,
+    timelines: &mut Timelines,
     first: &Sums,
     grid: &Grid,
     (format, labels): (Format, &[(String, String)]),
@@ -40,10 +41,16 @@ pub fn write(
     };
     for quantity in Quantity::ALL {
         let value = |t: &crate::series::Totals| t.get(quantity).to_string();
-        writer.family(quantity.names(), &timelines.tokens, &first.tokens, grid, value)?;
+        writer.family(
+            quantity.names(),
+            &mut timelines.tokens,
+            &first.tokens,
+            grid,
+            value,
+        )?;
     }
-    writer.family(COST, &timelines.cost, &first.cost, grid, |a| a.to_string())?;
-    writer.family(UNPRICED, &timelines.unpriced, &first.unpriced, grid, |n| {
+    writer.family(COST, &mut timelines.cost, &first.cost, grid, |a| a.to_string())?;
+    writer.family(UNPRICED, &mut timelines.unpriced, &first.unpriced, grid, |n| {
         n.to_string()
     })?;
     if format == Format::OpenMetrics {
@@ -65,7 +72,7 @@ impl<W: Write> Writer<'_, W> {
     fn family<K: SeriesKey, V: Counter>(
         &mut self,
         names: MetricNames,
-        timelines: &BTreeMap<K, Vec<(i64, V)>>,
+        timelines: &mut BTreeMap<K, Vec<(i64, V)>>,
         first: &BTreeMap<K, V>,
         grid: &Grid,
         value: impl Fn(&V) -> String,
@@ -78,7 +85,7 @@ impl<W: Write> Writer<'_, W> {
         }
         for (key, growth) in timelines {
             let cap = first.get(key).copied().unwrap_or_default();
-            let points = grid.points(&mut growth.clone(), cap);
+            let points = grid.points(growth, cap);
             let mut pairs: Vec<(&str, &str)> = key.pairs();
             pairs.extend(self.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())));
             match self.format {

@@ -92,10 +92,16 @@ pub fn write(
     out: &mut impl std::io::Write,
     progress: impl FnMut(&read::Progress),
 ) -> Result<Summary, HistoryError> {
-    let (timelines, mut summary) = read::read(stats_dir, frontier, grid, progress)?;
+    let (mut timelines, mut summary) = read::read(stats_dir, frontier, grid, progress)?;
     summary.series = timelines.series();
-    summary.points = format::write(&timelines, &frontier.first_values, grid, (format, labels), out)
-        .map_err(HistoryError::Output)?;
+    summary.points = format::write(
+        &mut timelines,
+        &frontier.first_values,
+        grid,
+        (format, labels),
+        out,
+    )
+    .map_err(HistoryError::Output)?;
     Ok(summary)
 }
 

@@ -139,10 +139,11 @@ fn read_file(
                 let Decoded::Row(row) = decode(line) else {
                     continue;
                 };
-                if !seen.insert(LineHash::of(line).0) {
+                let hash = LineHash::of(line).0;
+                if !seen.insert(hash) {
                     continue;
                 }
-                added.push(LineHash::of(line).0);
+                added.push(hash);
                 let at = grid.point_of(row.at_ms);
                 if step.at != Some(at) {
                     step.flush(known, &mut growth);
