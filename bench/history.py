@@ -2,7 +2,9 @@
 """`history` against the backfill it follows, side by side in one run: a 1M-line ledger counted
 by `once` (exporting to a local sink, which notes the history frontier), then, round by round,
 `once` on a fresh state dir and `history` (OpenMetrics and VictoriaMetrics, to /dev/null) on the
-first store, each timed with /usr/bin/time -v (wall clock and peak RSS).
+first store, each timed with /usr/bin/time -v (wall clock and peak RSS). Then the history's
+memory against the history's length: the same density of lines over three times the days
+(3M lines, 1095 files), its peak RSS beside the year's.
 
     python3 bench/history.py [--lines 1000000] [--runs 5]
 """
@@ -20,7 +22,7 @@ def main():
     work = tempfile.mkdtemp(prefix="rx-history-")
     try:
         stats = os.path.join(work, "stats")
-        subprocess.run([GEN, stats, str(args.lines), "365", "1"], check=True)
+        subprocess.run([GEN, stats, str(args.lines), "365", "1", first_day(365)], check=True)
         endpoint = start_sink()
         common = ["--stats-dir", stats, "--otlp-protocol", "http/protobuf", "--otlp-endpoint", endpoint]
         kept = os.path.join(work, "kept")
@@ -49,8 +51,26 @@ def main():
         for name, xs in sides.items():
             m = statistics.median(xs)
             print(f"| {name} | {m:.2f} s | {m / base:.2f}x | {max(rss[name]):.0f} MB |")
+        longer(work, args.lines, endpoint, max(rss["history, OpenMetrics"]))
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def first_day(days):
+    """The first of `days` days that end yesterday: the whole ledger is history."""
+    return time.strftime("%Y-%m-%d", time.gmtime(time.time() - (days + 1) * 86_400))
+
+
+def longer(work, lines, endpoint, year_rss):
+    """The history of three years at the year's density: its peak RSS beside the year's."""
+    stats = os.path.join(work, "stats3")
+    subprocess.run([GEN, stats, str(3 * lines), "1095", "1", first_day(1095)], check=True)
+    common = ["--stats-dir", stats, "--otlp-protocol", "http/protobuf", "--otlp-endpoint", endpoint]
+    state = os.path.join(work, "kept3")
+    timed([BIN, *common, "--state-dir", state, "once"])
+    seconds, peak, _ = timed(["sh", "-c", f'"$0" "$@" > /dev/null', BIN, *common, "--state-dir", state, "history"])
+    print(f"\nhistory, OpenMetrics, {3 * lines:,} lines in 1095 day files: {seconds:.2f} s, "
+          f"peak RSS {peak:.0f} MB ({peak / year_rss:.2f}x the year's)")
 
 
 if __name__ == "__main__":

@@ -52,9 +52,11 @@ pub fn history(settings: &Settings, format: HistoryFormat, labels: &[String]) ->
             said = Instant::now();
             tracing::info!(
                 event = "history.progress",
+                pass = p.pass,
                 files = p.files_done,
                 lines = p.lines,
-                "history: {} of {} ledger files read ({} of {} MiB), {} lines",
+                "history: {} {} of {} ledger files ({} of {} MiB), {} lines",
+                p.pass,
                 p.files_done,
                 p.files,
                 p.bytes_done >> 20,

@@ -11,6 +11,7 @@ use crate::series::Counter;
 
 /// Fifteen minutes, in ms: every zone's midnight is a multiple of it.
 const QUARTER_HOUR_MS: i64 = 900_000;
+const DAY_MS: i64 = 86_400_000;
 /// Between two points of a series, at most this: twice a day.
 const HEARTBEAT_MS: i64 = 12 * 3_600_000;
 
@@ -40,6 +41,12 @@ impl Grid {
         self.step_ms
     }
 
+    /// The block a point is written in: its UTC day. History is read and written a block at a
+    /// time, in time order, so that only the days being read are held.
+    pub fn block_of(point: i64) -> i64 {
+        point.div_euclid(DAY_MS)
+    }
+
     /// The point that carries a line written at `at_ms`: the grid time after it, or the last
     /// moment of history for a line of the stream's first step, one dated after it (a clock
     /// that ran fast), or one without a time.
@@ -52,36 +59,54 @@ impl Grid {
         }
     }
 
-    /// The points of one series from its growth `(point, delta)` (in any order, a point any
-    /// number of times): cumulative, never above `cap` (what the stream first sent).
-    pub fn points<V: Counter>(&self, growth: &mut [(i64, V)], cap: V) -> Vec<(i64, V)> {
+    /// Appends to `out` the points of one series' growth `(point, delta)` (in any order, a
+    /// point any number of times), after those `running` says were made before (all of them at
+    /// earlier times): cumulative, never above `cap` (what the stream first sent), a zero one step
+    /// before the first, heartbeats between.
+    pub fn extend<V: Counter>(
+        &self,
+        running: &mut Running<V>,
+        growth: &mut [(i64, V)],
+        cap: V,
+        out: &mut Vec<(i64, V)>,
+    ) {
         growth.sort_by_key(|(at, _)| *at);
-        let Some(&(first, _)) = growth.first() else {
-            return Vec::new();
-        };
         let capped = |v: V| v.less(v.less(cap));
-        let mut out = vec![(first - self.step_ms, V::default())];
-        let mut total = V::default();
         let mut i = 0;
         while i < growth.len() {
             let at = growth[i].0;
             while i < growth.len() && growth[i].0 == at {
-                total = total.plus(growth[i].1);
+                running.total = running.total.plus(growth[i].1);
                 i += 1;
             }
-            self.heartbeats(&mut out, at);
-            out.push((at, capped(total)));
+            let last = running.last.unwrap_or((at - self.step_ms, V::default()));
+            if running.last.is_none() {
+                out.push(last);
+            }
+            self.heartbeats(last, at, out);
+            running.last = Some((at, capped(running.total)));
+            out.push((at, capped(running.total)));
         }
-        self.heartbeats(&mut out, self.last_ms + 1);
+    }
+
+    /// Appends to `out` a series' heartbeats after its last point, to the end of history.
+    pub fn close<V: Counter>(&self, running: &Running<V>, out: &mut Vec<(i64, V)>) {
+        if let Some(last) = running.last {
+            self.heartbeats(last, self.last_ms + 1, out);
+        }
+    }
+
+    /// The points of one series from its whole growth: [`Grid::extend`] then [`Grid::close`].
+    pub fn points<V: Counter>(&self, growth: &mut [(i64, V)], cap: V) -> Vec<(i64, V)> {
+        let (mut running, mut out) = (Running::default(), Vec::new());
+        self.extend(&mut running, growth, cap, &mut out);
+        self.close(&running, &mut out);
         out
     }
 
-    /// Points every [`HEARTBEAT_MS`] after the last one in `out`, holding its value, while they
-    /// fall before `until`.
-    fn heartbeats<V: Counter>(&self, out: &mut Vec<(i64, V)>, until: i64) {
-        let Some(&(mut at, value)) = out.last() else {
-            return;
-        };
+    /// Points every [`HEARTBEAT_MS`] after `(at, value)`, holding its value, while they fall
+    /// before `until`.
+    fn heartbeats<V: Counter>(&self, (mut at, value): (i64, V), until: i64, out: &mut Vec<(i64, V)>) {
         while until - at > HEARTBEAT_MS {
             at += HEARTBEAT_MS;
             out.push((at, value));
@@ -89,11 +114,16 @@ impl Grid {
     }
 }
 
+/// Where a series' points have come to: its newest point, and its sum so far (uncapped).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Running<V> {
+    last: Option<(i64, V)>,
+    total: V,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const DAY_MS: i64 = 86_400_000;
 
     #[test]
     fn the_step_divides_a_quarter_hour() {
@@ -146,5 +176,29 @@ mod tests {
         let capped = grid.points(&mut [(60_000, 9u64)], 4);
         assert_eq!(capped[1], (60_000, 4));
         assert!(grid.points::<u64>(&mut [], 4).is_empty());
+    }
+
+    #[test]
+    fn a_series_made_a_block_at_a_time_is_the_series_made_whole() {
+        let grid = Grid::new(15_000, 9 * DAY_MS as u64 * 1_000_000);
+        let growth = [
+            (15_000, 1u64),
+            (DAY_MS - 15_000, 2),
+            (DAY_MS, 4),
+            (5 * DAY_MS + 15_000, 8),
+        ];
+        let whole = grid.points(&mut growth.clone(), 12);
+        let (mut running, mut blocks) = (Running::default(), Vec::new());
+        for day in 0..9 {
+            let mut block: Vec<_> = growth
+                .iter()
+                .filter(|(at, _)| Grid::block_of(*at) == day)
+                .copied()
+                .collect();
+            grid.extend(&mut running, &mut block, 12, &mut blocks);
+        }
+        grid.close(&running, &mut blocks);
+        assert_eq!(blocks, whole);
+        assert_eq!(whole[whole.len() - 1].1, 12, "capped");
     }
 }

@@ -9,10 +9,12 @@
 //!
 //! - `grid.rs`: where points go (every local midnight of any zone is a point), and the point
 //!   times of a series: its zero, its growth, a heartbeat twice a day;
-//! - `read.rs`: the frontier's lines, read again, checked, counted once each, by series;
+//! - `read.rs`: the frontier's lines, read again, checked, counted once each, by series, a day
+//!   at a time; `days.rs`: the days a file's lines fall on, found without decoding them;
 //! - `format.rs`: OpenMetrics for `promtool tsdb create-blocks-from openmetrics`, and
 //!   VictoriaMetrics' JSON lines import.
 
+mod days;
 mod format;
 mod grid;
 mod read;
@@ -39,6 +41,10 @@ pub enum HistoryError {
         "history frontier {0} is damaged, or written by a newer reasonix-exporter: its history cannot be written (the live stream is not affected); use the version that wrote it"
     )]
     Unreadable(PathBuf),
+    #[error(
+        "ledger file {0} changed while its history was being written (it no longer holds what the store counted): run `history` again"
+    )]
+    Changed(String),
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("cannot read the stats dir: {0}; check --stats-dir and its permissions")]
@@ -92,16 +98,12 @@ pub fn write(
     out: &mut impl std::io::Write,
     progress: impl FnMut(&read::Progress),
 ) -> Result<Summary, HistoryError> {
-    let (mut timelines, mut summary) = read::read(stats_dir, frontier, grid, progress)?;
-    summary.series = timelines.series();
-    summary.points = format::write(
-        &mut timelines,
-        &frontier.first_values,
-        grid,
-        (format, labels),
-        out,
-    )
-    .map_err(HistoryError::Output)?;
+    let mut writer = format::Writer::new((format, labels), out, grid, &frontier.first_values);
+    let mut summary = read::read(stats_dir, frontier, grid, progress, |mut block| {
+        writer.block(&mut block)
+    })?;
+    summary.series = writer.series();
+    summary.points = writer.finish().map_err(HistoryError::Output)?;
     Ok(summary)
 }
 

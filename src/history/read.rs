@@ -1,9 +1,13 @@
-//! The frontier's lines read again: each file's history region, checked against the hash the
-//! store took of it, every line decoded and counted once (a copy in another file is the same
-//! line, as the seen set has it), by series and grid point.
+//! The frontier's lines read again, twice: once to check each file's history region against
+//! the hash the store took of it and to learn the days (blocks) its lines fall on (`days.rs`),
+//! once to
+//! count every line once (a copy in another file is the same line, as the seen set has it), by
+//! series and grid point, handing each day on as soon as every file with lines of it is read.
+//! A copy of a line has the line's `ts`, so it falls on the same day: the lines seen are kept
+//! per day, and only the days being read are held.
 
-use std::collections::{BTreeMap, HashSet};
-use std::path::Path;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::path::{Path, PathBuf};
 
 use super::{Grid, HistoryError, Summary};
 use crate::ledger::decode::{Decoded, decode};
@@ -15,7 +19,7 @@ use crate::series::{AttrSet, Part, QuickHash, SeriesDeltas, Sums, Totals};
 use crate::store::history::{FrontierFile, HistoryFrontier};
 use crate::store::seen::LineHash;
 
-/// Each series' growth, as `(grid point, delta)` in the order read.
+/// Each series' growth in one block, as `(grid point, delta)` in the order read.
 #[derive(Debug, Default)]
 pub struct Timelines {
     pub tokens: BTreeMap<AttrSet, Vec<(i64, Totals)>>,
@@ -24,10 +28,6 @@ pub struct Timelines {
 }
 
 impl Timelines {
-    pub fn series(&self) -> usize {
-        self.tokens.len() + self.cost.len() + self.unpriced.len()
-    }
-
     fn add(&mut self, at: i64, sums: Sums) {
         for (key, delta) in sums.tokens {
             self.tokens.entry(key).or_default().push((at, delta));
@@ -39,23 +39,13 @@ impl Timelines {
             self.unpriced.entry(key).or_default().push((at, delta));
         }
     }
-
-    fn append(&mut self, other: Timelines) {
-        for (key, mut growth) in other.tokens {
-            self.tokens.entry(key).or_default().append(&mut growth);
-        }
-        for (key, mut growth) in other.cost {
-            self.cost.entry(key).or_default().append(&mut growth);
-        }
-        for (key, mut growth) in other.unpriced {
-            self.unpriced.entry(key).or_default().append(&mut growth);
-        }
-    }
 }
 
 /// How far reading has come, after each file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Progress {
+    /// `checked` on the first reading, `counted` on the second.
+    pub pass: &'static str,
     pub files_done: usize,
     pub files: usize,
     pub bytes_done: u64,
@@ -63,112 +53,180 @@ pub struct Progress {
     pub lines: u64,
 }
 
-/// Reads every file of `frontier` in `stats_dir`: its lines' growth by series and grid point,
-/// and what was read. A file that is gone, or no longer begins with the bytes the store counted,
-/// is left out and named in the summary (its lines cannot be placed; the cap keeps the join
-/// safe).
+/// A frontier file that still holds what the store counted: where it is and its lines' days.
+struct Checked<'a> {
+    path: PathBuf,
+    name: String,
+    file: &'a FrontierFile,
+    days: Vec<i64>,
+}
+
+/// Reads every file of `frontier` in `stats_dir` and hands `block` each day's growth, days in
+/// time order; what was read. A file that is gone, or no longer begins with the bytes the store
+/// counted, is left out and named in the summary (its lines cannot be placed; the cap keeps the
+/// join safe).
 pub fn read(
     stats_dir: &Path,
     frontier: &HistoryFrontier,
     grid: &Grid,
     mut progress: impl FnMut(&Progress),
-) -> Result<(Timelines, Summary), HistoryError> {
-    let found = ledger_files(stats_dir).map_err(HistoryError::StatsDir)?;
-    let mut seen: HashSet<u128, QuickHash> = HashSet::default();
-    let (mut timelines, mut summary) = (Timelines::default(), Summary::default());
-    let mut done = Progress {
+    mut block: impl FnMut(Timelines) -> std::io::Result<()>,
+) -> Result<Summary, HistoryError> {
+    let (mut files, mut summary) = check(stats_dir, frontier, grid, &mut progress)?;
+    // In the order of their first day, so that days close early and in order.
+    files.sort_by(|a, b| (a.days.first(), &a.name).cmp(&(b.days.first(), &b.name)));
+    let mut unread: BTreeMap<i64, usize> = BTreeMap::new();
+    for day in files.iter().flat_map(|f| &f.days) {
+        *unread.entry(*day).or_default() += 1;
+    }
+    let mut open: BTreeMap<i64, Day> = BTreeMap::new();
+    let mut done = progress_of("counted", frontier);
+    for file in &files {
+        let lines = count_file(file, &frontier.first_values, grid, &mut open)?;
+        summary.lines += lines;
+        for day in &file.days {
+            *unread.get_mut(day).expect("counted above") -= 1;
+        }
+        while let Some(entry) = unread.first_entry().filter(|e| *e.get() == 0) {
+            if let Some(day) = open.remove(&entry.remove_entry().0) {
+                block(day.growth).map_err(HistoryError::Output)?;
+            }
+        }
+        (done.files_done, done.bytes_done, done.lines) = (
+            done.files_done + 1,
+            done.bytes_done + file.file.offset,
+            summary.lines,
+        );
+        progress(&done);
+    }
+    Ok(summary)
+}
+
+fn progress_of(pass: &'static str, frontier: &HistoryFrontier) -> Progress {
+    Progress {
+        pass,
         files_done: 0,
         files: frontier.files.len(),
         bytes_done: 0,
         bytes: frontier.files.iter().map(|f| f.offset).sum(),
         lines: 0,
-    };
+    }
+}
+
+/// The first reading: the files that still hold what the store counted, with their days, and
+/// the summary naming those that do not.
+fn check<'a>(
+    stats_dir: &Path,
+    frontier: &'a HistoryFrontier,
+    grid: &Grid,
+    progress: &mut impl FnMut(&Progress),
+) -> Result<(Vec<Checked<'a>>, Summary), HistoryError> {
+    let found = ledger_files(stats_dir).map_err(HistoryError::StatsDir)?;
+    let (mut files, mut summary) = (Vec::new(), Summary::default());
+    let mut done = progress_of("checked", frontier);
     for file in &frontier.files {
         let name = crate::shown::one_line(&String::from_utf8_lossy(&file.name), 255);
         let path = found
             .iter()
             .find(|f| f.name.as_encoded_bytes() == file.name.as_slice())
             .map(|f| f.path.clone());
-        let read = match path {
-            Some(path) => {
-                read_file(&path, file, &frontier.first_values, grid, &mut seen).map_err(|error| {
-                    HistoryError::Ledger {
-                        file: name.clone(),
-                        error,
-                    }
-                })?
-            }
-            None => None,
+        // The last day is every file's: a line without a time falls on it.
+        let mut days = BTreeSet::from([Grid::block_of(grid.point_of(None))]);
+        let held = match &path {
+            Some(path) => read_region(path, file, |line| {
+                super::days::days_of(line, grid, |day| {
+                    days.insert(day);
+                });
+            })
+            .map_err(|error| HistoryError::Ledger {
+                file: name.clone(),
+                error,
+            })?,
+            None => false,
         };
-        match read {
-            Some((lines, growth)) => {
-                timelines.append(growth);
-                summary.lines += lines;
-                done.lines += lines;
-            }
-            None => summary.files_missing.push(name),
+        match path {
+            Some(path) if held => files.push(Checked {
+                path,
+                name,
+                file,
+                days: days.into_iter().collect(),
+            }),
+            _ => summary.files_missing.push(name),
         }
-        done.files_done += 1;
-        done.bytes_done += file.offset;
+        (done.files_done, done.bytes_done) = (done.files_done + 1, done.bytes_done + file.offset);
         progress(&done);
     }
-    Ok((timelines, summary))
+    Ok((files, summary))
 }
 
-/// The lines of `file`'s history region and their growth, or `None` when the file no longer
-/// holds the bytes the store counted (its new lines are left in `seen` only if it does).
-fn read_file(
-    path: &Path,
-    file: &FrontierFile,
+/// The lines of one day being read: those seen, and the growth of those counted.
+#[derive(Default)]
+struct Day {
+    seen: HashSet<u128, QuickHash>,
+    growth: Timelines,
+}
+
+/// The second reading of a checked file: each line not seen before on its day counted into
+/// `open` at its grid point; how many were.
+fn count_file(
+    file: &Checked<'_>,
     known: &Sums,
     grid: &Grid,
-    seen: &mut HashSet<u128, QuickHash>,
-) -> std::io::Result<Option<(u64, Timelines)>> {
+    open: &mut BTreeMap<i64, Day>,
+) -> Result<u64, HistoryError> {
+    let mut step = Step::default();
+    let mut lines = 0;
+    let held = read_region(&file.path, file.file, |line| {
+        let Decoded::Row(row) = decode(line) else {
+            return;
+        };
+        let at = grid.point_of(row.at_ms);
+        let day = open.entry(Grid::block_of(at)).or_default();
+        if !day.seen.insert(LineHash::of(line).0) {
+            return;
+        }
+        lines += 1;
+        if step.at != Some(at) {
+            step.flush(known, open);
+            step.at = Some(at);
+        }
+        step.deltas.add(&known.tokens, &row, Part::Whole);
+    });
+    step.flush(known, open);
+    match held {
+        Ok(true) => Ok(lines),
+        Ok(false) => Err(HistoryError::Changed(file.name.clone())),
+        Err(error) => Err(HistoryError::Ledger {
+            file: file.name.clone(),
+            error,
+        }),
+    }
+}
+
+/// Calls `each` with every line of `file`'s history region; whether the file still holds the
+/// bytes the store counted (false too when it is gone).
+fn read_region(path: &Path, file: &FrontierFile, mut each: impl FnMut(&[u8])) -> std::io::Result<bool> {
     let mut tail = match tail::open_region(path, 0, file.offset) {
         Ok(tail) => tail,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
         Err(e) => return Err(e),
     };
     let mut buf = vec![0; CHUNK];
-    let mut growth = Timelines::default();
-    let mut added: Vec<u128> = Vec::new();
-    let mut step = Step::default();
     while !tail.at_end() {
         let n = tail.next_chunk(&mut buf, |lines, _| {
-            for line in lines {
-                let Decoded::Row(row) = decode(line) else {
-                    continue;
-                };
-                let hash = LineHash::of(line).0;
-                if !seen.insert(hash) {
-                    continue;
-                }
-                added.push(hash);
-                let at = grid.point_of(row.at_ms);
-                if step.at != Some(at) {
-                    step.flush(known, &mut growth);
-                    step.at = Some(at);
-                }
-                step.deltas.add(&known.tokens, &row, Part::Whole);
-            }
+            lines.iter().for_each(|line| each(line));
         })?;
         tail.take_skipped();
         if n == 0 {
             break;
         }
     }
-    step.flush(known, &mut growth);
     let checkpoint = tail.checkpoint()?;
-    if checkpoint.offset != file.offset || checkpoint.prefix.hash != file.prefix_hash {
-        for hash in added {
-            seen.remove(&hash);
-        }
-        return Ok(None);
-    }
-    Ok(Some((added.len() as u64, growth)))
+    Ok(checkpoint.offset == file.offset && checkpoint.prefix.hash == file.prefix_hash)
 }
 
-/// The lines of one grid point being added up (lines come in time order, mostly).
+/// The lines of one grid point being added up (lines come in time order, mostly); the series
+/// found are kept from point to point.
 #[derive(Default)]
 struct Step {
     at: Option<i64>,
@@ -176,9 +234,11 @@ struct Step {
 }
 
 impl Step {
-    fn flush(&mut self, known: &Sums, growth: &mut Timelines) {
+    fn flush(&mut self, known: &Sums, open: &mut BTreeMap<i64, Day>) {
         if let Some(at) = self.at.take() {
-            growth.add(at, std::mem::take(&mut self.deltas).by_series(known));
+            let day = open.entry(Grid::block_of(at)).or_default();
+            day.growth
+                .add(at, std::mem::take(&mut self.deltas).by_series(known));
         }
     }
 }
@@ -211,9 +271,26 @@ mod tests {
         }
     }
 
-    fn total(timelines: &Timelines) -> u64 {
-        let growth = timelines.tokens.values().flatten();
+    fn total(blocks: &[Timelines]) -> u64 {
+        let growth = blocks.iter().flat_map(|b| b.tokens.values().flatten());
         growth.map(|(_, t)| t.get(Quantity::Total)).sum()
+    }
+
+    /// The blocks handed on, in order, and the summary.
+    fn read_all(dir: &Path, frontier: &HistoryFrontier, grid: &Grid) -> (Vec<Timelines>, Summary) {
+        let mut blocks = Vec::new();
+        let summary = read(
+            dir,
+            frontier,
+            grid,
+            |_| {},
+            |b| {
+                blocks.push(b);
+                Ok(())
+            },
+        )
+        .unwrap();
+        (blocks, summary)
     }
 
     #[test]
@@ -233,9 +310,14 @@ mod tests {
             .unwrap();
         std::io::Write::write_all(&mut later, format!("{LINE_B}x\n").as_bytes()).unwrap();
         let grid = Grid::new(60_000, frontier.first_sent_ns);
-        let (timelines, summary) = read(dir.path(), &frontier, &grid, |_| {}).unwrap();
-        assert_eq!((summary.lines, total(&timelines)), (2, 40));
-        let points: Vec<i64> = timelines.tokens.values().flatten().map(|(at, _)| *at).collect();
+        let (blocks, summary) = read_all(dir.path(), &frontier, &grid);
+        assert_eq!((summary.lines, total(&blocks)), (2, 40));
+        assert_eq!(blocks.len(), 2, "a block per day, in order");
+        let points: Vec<i64> = blocks
+            .iter()
+            .flat_map(|b| b.tokens.values().flatten())
+            .map(|(at, _)| *at)
+            .collect();
         let a = crate::ledger::timestamp::unix_ms_of_rfc3339("2026-11-01T10:00:00.5+08:00").unwrap();
         assert_eq!(
             points[0],
@@ -258,9 +340,35 @@ mod tests {
         std::fs::write(dir.path().join("2026-11-01.jsonl"), format!("{LINE_B}\n")).unwrap();
         std::fs::remove_file(dir.path().join("2026-11-02.jsonl")).unwrap();
         let grid = Grid::new(60_000, frontier.first_sent_ns);
-        let (timelines, summary) = read(dir.path(), &frontier, &grid, |_| {}).unwrap();
+        let (blocks, summary) = read_all(dir.path(), &frontier, &grid);
         assert_eq!(summary.files_missing, ["2026-11-01.jsonl", "2026-11-02.jsonl"]);
         // The changed file's line A is not taken from it, so its copy in the third file counts.
-        assert_eq!((summary.lines, total(&timelines)), (1, 15));
+        assert_eq!((summary.lines, total(&blocks)), (1, 15));
+    }
+
+    #[test]
+    fn a_day_is_handed_on_once_every_file_with_its_lines_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        // A copy of the first day's line, late in the third day's file.
+        std::fs::write(dir.path().join("2026-11-01.jsonl"), format!("{LINE_A}\n")).unwrap();
+        std::fs::write(dir.path().join("2026-11-02.jsonl"), format!("{LINE_B}\n")).unwrap();
+        std::fs::write(
+            dir.path().join("2026-11-03.jsonl"),
+            format!("{LINE_B}x\n{LINE_A}\n"),
+        )
+        .unwrap();
+        let names = ["2026-11-03.jsonl", "2026-11-02.jsonl", "2026-11-01.jsonl"];
+        let frontier = frontier_of(dir.path(), &names);
+        let grid = Grid::new(60_000, frontier.first_sent_ns);
+        let (blocks, summary) = read_all(dir.path(), &frontier, &grid);
+        assert_eq!((summary.lines, total(&blocks)), (2, 40), "the copy counts once");
+        let days: Vec<i64> = blocks
+            .iter()
+            .map(|b| Grid::block_of(b.tokens.values().flatten().next().unwrap().0))
+            .collect();
+        assert!(
+            days.windows(2).all(|w| w[0] < w[1]),
+            "days in time order: {days:?}"
+        );
     }
 }

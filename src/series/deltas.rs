@@ -164,12 +164,24 @@ impl SeriesDeltas {
         self.series.is_empty()
     }
 
+    /// [`SeriesDeltas::by_series`], every delta then set back to zero: the series found so far
+    /// are kept, for the next deltas to find them cheaply.
+    pub fn take_by_series(&mut self, known: &Sums) -> Sums {
+        let out = self.by_series(known);
+        for slot in &mut self.series {
+            slot.delta = Totals::default();
+            slot.costs.clear();
+            slot.unpriced.clear();
+        }
+        out
+    }
+
     /// The deltas by series (slots of the same set added together), zeros left out. The values
     /// of the cost families' own attributes are capped against those `known` has.
     pub fn by_series(&self, known: &Sums) -> Sums {
         let mut out = Sums::default();
-        let mut modes = ValueCap::of(known.cost.keys().map(|k| k.billing_mode.as_str()));
-        let mut reasons = ValueCap::of(known.unpriced.keys().map(|k| k.reason.as_str()));
+        // Built when first needed: most deltas have no cost attribute to cap.
+        let (mut modes, mut reasons) = (None, None);
         for slot in &self.series {
             if !slot.delta.is_zero() {
                 out.tokens.entry(slot.attrs.clone()).or_default().add(&slot.delta);
@@ -178,7 +190,11 @@ impl SeriesDeltas {
                 let key = CostSeries {
                     attrs: slot.attrs.clone(),
                     currency: currency.as_str().to_owned(),
-                    billing_mode: modes.admit(value_label(billing_mode.as_deref())),
+                    billing_mode: modes
+                        .get_or_insert_with(|| {
+                            ValueCap::of(known.cost.keys().map(|k| k.billing_mode.as_str()))
+                        })
+                        .admit(value_label(billing_mode.as_deref())),
                 };
                 let sum = out.cost.entry(key).or_default();
                 *sum = sum.saturating_add(*amount);
@@ -186,7 +202,9 @@ impl SeriesDeltas {
             for (reason, requests) in &slot.unpriced {
                 let key = UnpricedSeries {
                     attrs: slot.attrs.clone(),
-                    reason: reasons.admit(reason.label()),
+                    reason: reasons
+                        .get_or_insert_with(|| ValueCap::of(known.unpriced.keys().map(|k| k.reason.as_str())))
+                        .admit(reason.label()),
                 };
                 let sum = out.unpriced.entry(key).or_default();
                 *sum = sum.saturating_add(*requests);

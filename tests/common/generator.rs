@@ -136,8 +136,12 @@ impl Generator {
 
 /// `count` consecutive calendar days from 2026-08-01, as `YYYY-MM-DD`.
 pub fn days(count: usize) -> Vec<String> {
+    days_from((2026, 8, 1), count)
+}
+
+/// `count` consecutive calendar days from `(year, month, day)`, as `YYYY-MM-DD`.
+pub fn days_from((mut year, mut month, mut day): (u32, u32, u32), count: usize) -> Vec<String> {
     let lengths = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-    let (mut year, mut month, mut day) = (2026u32, 8u32, 1u32);
     let mut out = Vec::with_capacity(count);
     for _ in 0..count {
         out.push(format!("{year:04}-{month:02}-{day:02}"));
