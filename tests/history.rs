@@ -149,17 +149,18 @@ trait Backend {
 
 /// `history` of the fixture's store, with the live series' own labels.
 fn history(fx: &Fixture, format: &str, labels: &[(String, String)]) -> Vec<u8> {
-    let mut args = vec![
-        "history".to_string(),
-        "--export-interval".into(),
-        "2s".into(),
-        "--format".into(),
-        format.into(),
-    ];
+    let mut args: Vec<String> = ["--format", format].map(String::from).to_vec();
     for (k, v) in labels {
         args.push("--label".into());
         args.push(format!("{k}={v}"));
     }
+    history_with(fx, &args)
+}
+
+/// `history` of the fixture's store, with `more` arguments.
+fn history_with(fx: &Fixture, more: &[String]) -> Vec<u8> {
+    let mut args = vec!["history".to_string(), "--export-interval".into(), "2s".into()];
+    args.extend_from_slice(more);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let out = fx.run(&args);
     assert!(
@@ -243,6 +244,36 @@ impl Backend for Prometheus3 {
         // The recipe: blocks in the data dir, then a restart (or wait for the next compaction).
         self.server.take().unwrap().stop();
         self.start();
+    }
+}
+
+/// Prometheus 3 taking the history over OTLP, within an out-of-order window longer than it.
+struct Prometheus3Ooo {
+    server: Prometheus,
+    endpoint: String,
+}
+
+impl Backend for Prometheus3Ooo {
+    fn name(&self) -> &str {
+        "Prometheus 3 (OTLP, history by OTLP in its out-of-order window)"
+    }
+
+    fn api(&self) -> &Prometheus {
+        &self.server
+    }
+
+    fn load(&mut self, fx: &Fixture) {
+        // The recipe: the same endpoint and settings as the live stream, no labels to give.
+        let args = [
+            "--format",
+            "otlp",
+            "--otlp-protocol",
+            "http/protobuf",
+            "--otlp-endpoint",
+            &self.endpoint,
+        ];
+        let out = history_with(fx, &args.map(String::from));
+        assert!(out.is_empty(), "nothing on standard output");
     }
 }
 
@@ -508,6 +539,30 @@ fn the_history_is_every_day_exactly_on_prometheus_3_with_the_live_stream_on() {
 }
 
 #[test]
+#[ignore = "needs Prometheus 3 (.ci/run); run with --include-ignored"]
+fn the_history_over_otlp_is_every_day_exactly_on_prometheus_3_with_an_out_of_order_window() {
+    let test = "the_history_over_otlp_is_every_day_exactly_on_prometheus_3_with_an_out_of_order_window";
+    let Some(binary) = common::tools::built(test, "REASONIX_PROMETHEUS3", "prometheus3") else {
+        return;
+    };
+    let root = tempfile::tempdir().unwrap();
+    let port = common::free_port();
+    let server = Prometheus::start_binary(
+        &binary,
+        &root.path().join("p3"),
+        "global:\n  scrape_interval: 15s\nstorage:\n  tsdb:\n    out_of_order_time_window: 30d\n",
+        &["--web.enable-otlp-receiver", "--storage.tsdb.retention.time=1y"],
+        Some(port),
+    );
+    let endpoint = format!("http://127.0.0.1:{port}/api/v1/otlp/v1/metrics");
+    let mut p3 = Prometheus3Ooo {
+        server,
+        endpoint: endpoint.clone(),
+    };
+    scenario(&mut p3, &endpoint);
+}
+
+#[test]
 #[ignore = "needs VictoriaMetrics (.ci/run); run with --include-ignored"]
 fn the_history_is_every_day_exactly_on_victoria_metrics_with_the_live_stream_on() {
     let test = "the_history_is_every_day_exactly_on_victoria_metrics_with_the_live_stream_on";
@@ -519,4 +574,45 @@ fn the_history_is_every_day_exactly_on_victoria_metrics_with_the_live_stream_on(
     let endpoint = vm.otlp_endpoint();
     let mut victoria = Victoria { api: vm.into_api() };
     scenario(&mut victoria, &endpoint);
+}
+
+#[test]
+#[ignore = "needs Prometheus 3 (.ci/run); run with --include-ignored"]
+fn history_over_otlp_to_a_prometheus_without_an_out_of_order_window_is_one_line_that_says_so() {
+    let test = "history_over_otlp_to_a_prometheus_without_an_out_of_order_window_is_one_line_that_says_so";
+    let Some(binary) = common::tools::built(test, "REASONIX_PROMETHEUS3", "prometheus3") else {
+        return;
+    };
+    let root = tempfile::tempdir().unwrap();
+    let port = common::free_port();
+    let server = Prometheus::start_binary(
+        &binary,
+        &root.path().join("p3"),
+        "global:\n  scrape_interval: 15s\n",
+        &["--web.enable-otlp-receiver"],
+        Some(port),
+    );
+    let fx = Fixture::new();
+    let line = Lines(5).at(now_ms() - 3 * DAY_MS);
+    fx.append(
+        &format!("{}.jsonl", &line.text[7..17]),
+        format!("{}\n", line.text).as_bytes(),
+    );
+    let endpoint = format!("http://user:secret@127.0.0.1:{port}/api/v1/otlp/v1/metrics");
+    let otlp = [
+        "--otlp-protocol",
+        "http/protobuf",
+        "--otlp-endpoint",
+        endpoint.as_str(),
+    ];
+    let once = fx.run(&[&otlp[..], &["once"]].concat());
+    assert!(once.status.success(), "{}", String::from_utf8_lossy(&once.stderr));
+    let out = fx.run(&[&["history", "--format", "otlp"], &otlp[..]].concat());
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{log}");
+    let error = log.lines().last().unwrap_or_default();
+    assert!(error.contains("out_of_order_time_window"), "{log}");
+    assert!(error.contains("127.0.0.1"), "the endpoint is named: {log}");
+    assert!(!log.contains("secret"), "no credentials: {log}");
+    server.stop();
 }

@@ -45,11 +45,13 @@ pub enum Command {
     /// own time, for a backend's backfill (deploy/README.md, "Bring your history").
     History {
         /// `openmetrics` for `promtool tsdb create-blocks-from openmetrics`; `victoriametrics`
-        /// for VictoriaMetrics' `/api/v1/import`.
+        /// for VictoriaMetrics' `/api/v1/import` (both on standard output); `otlp`: sent to the
+        /// OTLP endpoint, for a backend with an out-of-order window as long as the history.
         #[arg(long, value_enum, default_value_t = HistoryFormat::Openmetrics)]
         format: HistoryFormat,
         /// A label every series of the history carries, as the backend names the live stream's
-        /// (`job`, `instance`, a promoted resource attribute); repeat for each.
+        /// (`job`, `instance`, a promoted resource attribute); repeat for each. Not with `otlp`,
+        /// whose series carry the live stream's resource.
         #[arg(long = "label", value_name = "NAME=VALUE")]
         labels: Vec<String>,
     },
@@ -139,6 +141,7 @@ impl FromArgMatches for Options {
 pub enum HistoryFormat {
     Openmetrics,
     Victoriametrics,
+    Otlp,
 }
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, ValueEnum)]

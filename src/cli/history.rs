@@ -6,7 +6,8 @@ use std::io::Write;
 use std::time::Instant;
 
 use super::args::HistoryFormat;
-use crate::history::{self, Format, Grid, Progress};
+use crate::export::payload::Temporality;
+use crate::history::{self, Grid, OtlpSink, Progress, Text, TextSink};
 use crate::settings::Settings;
 
 /// Labels a history series has already, or that name the metric: `--label` cannot set them.
@@ -25,26 +26,13 @@ const PROGRESS_EVERY_S: u64 = 5;
 
 /// The top-level entry point for `reasonix-exporter history`.
 pub fn history(settings: &Settings, format: HistoryFormat, labels: &[String]) -> anyhow::Result<()> {
-    let labels = labels
-        .iter()
-        .map(|l| label(l))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    if let Some((name, _)) = labels
-        .iter()
-        .find(|(n, _)| labels.iter().filter(|(m, _)| m == n).count() > 1)
-    {
-        anyhow::bail!("--label '{name}' is given twice: give each label once");
-    }
+    let labels = labels_of(labels)?;
     let frontier = history::frontier_of(&settings.state_dir.value)?;
     let interval_ms = settings.export_interval.value.as_millis() as u64;
     // A first send dated ahead of the clock (one that ran fast) ends the history now: the stream
     // has come back to the clock's time since.
     let now_ns = crate::export::otlp::now_ns();
     let grid = Grid::new(interval_ms, frontier.first_sent_ns.min(now_ns));
-    let format = match format {
-        HistoryFormat::Openmetrics => Format::OpenMetrics,
-        HistoryFormat::Victoriametrics => Format::VictoriaMetrics,
-    };
     let started = Instant::now();
     let mut said = Instant::now();
     let progress = |p: &Progress| {
@@ -65,20 +53,68 @@ pub fn history(settings: &Settings, format: HistoryFormat, labels: &[String]) ->
             );
         }
     };
+    let stats_dir = &settings.stats_dir.value;
+    let text = match format {
+        HistoryFormat::Openmetrics => Text::OpenMetrics,
+        HistoryFormat::Victoriametrics => Text::VictoriaMetrics,
+        HistoryFormat::Otlp => {
+            if !labels.is_empty() {
+                anyhow::bail!(
+                    "--label is for the text formats: over OTLP the history carries the live stream's own resource (service.name, service.instance.id, OTEL_RESOURCE_ATTRIBUTES), as its series do; leave --label out"
+                );
+            }
+            let mut sink = otlp_sink(settings)?;
+            let summary = history::write(stats_dir, &frontier, &grid, &[], &mut sink, progress)?;
+            if sink.before_1970 > 0 {
+                tracing::warn!(
+                    event = "history.before_1970",
+                    points = sink.before_1970,
+                    "history: {} points dated before 1970 cannot go over OTLP (its times start there) and were left out",
+                    sink.before_1970
+                );
+            }
+            let to = format!("{} requests to {}", sink.requests, sink_endpoint(settings));
+            say_written(&summary, &grid, started, &to);
+            return Ok(());
+        }
+    };
     let mut out = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
-    let written = history::write(
-        &settings.stats_dir.value,
-        &frontier,
-        &grid,
-        (format, &labels),
-        &mut out,
-        progress,
-    );
-    let summary = match written.and_then(|s| out.flush().map(|()| s).map_err(history::HistoryError::Output)) {
+    let mut sink = TextSink::new(text, &mut out);
+    let summary = match history::write(stats_dir, &frontier, &grid, &labels, &mut sink, progress) {
         // A reader that went away (`| head`) ends the output quietly.
         Err(history::HistoryError::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
         other => other?,
     };
+    say_written(&summary, &grid, started, "standard output");
+    Ok(())
+}
+
+/// The sink to the live stream's own OTLP endpoint, under its own resource.
+fn otlp_sink(settings: &Settings) -> anyhow::Result<OtlpSink> {
+    let Some(otlp) = &settings.otlp else {
+        anyhow::bail!(
+            "history --format otlp sends to the OTLP endpoint the live stream goes to, and none is set: give the exporter's own --otlp-endpoint (or OTEL_EXPORTER_OTLP_ENDPOINT, or its config file)"
+        );
+    };
+    if otlp.temporality == Temporality::Delta {
+        anyhow::bail!(
+            "history --format otlp writes cumulative points, and the stream is delta (its first export carried the whole history as one increment): the history would be counted twice; load it with --format openmetrics or victoriametrics into the backend that keeps the converted series"
+        );
+    }
+    let resource = crate::export::resource::resource(&settings.instance, &otlp.resource);
+    Ok(OtlpSink::new(&otlp.target, resource)?)
+}
+
+fn sink_endpoint(settings: &Settings) -> String {
+    settings
+        .otlp
+        .as_ref()
+        .map(|o| o.target.shown_endpoint())
+        .unwrap_or_default()
+}
+
+/// The closing lines: files left out, and what was written where.
+fn say_written(summary: &history::Summary, grid: &Grid, started: Instant, to: &str) {
     for file in &summary.files_missing {
         tracing::warn!(
             event = "history.file_changed",
@@ -91,7 +127,7 @@ pub fn history(settings: &Settings, format: HistoryFormat, labels: &[String]) ->
         lines = summary.lines,
         series = summary.series,
         points = summary.points,
-        "history: {} lines as {} points of {} series, in {:.1} s, every point before the stream's first (step {} s)",
+        "history: {} lines as {} points of {} series, in {:.1} s, to {to}, every point before the stream's first (step {} s)",
         summary.lines,
         summary.points,
         summary.series,
@@ -99,7 +135,21 @@ pub fn history(settings: &Settings, format: HistoryFormat, labels: &[String]) ->
         grid.step_ms() / 1000
     );
     let _ = std::io::stderr().flush();
-    Ok(())
+}
+
+/// The `--label` values, checked.
+fn labels_of(labels: &[String]) -> anyhow::Result<Vec<(String, String)>> {
+    let labels = labels
+        .iter()
+        .map(|l| label(l))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    if let Some((name, _)) = labels
+        .iter()
+        .find(|(n, _)| labels.iter().filter(|(m, _)| m == n).count() > 1)
+    {
+        anyhow::bail!("--label '{name}' is given twice: give each label once");
+    }
+    Ok(labels)
 }
 
 /// `NAME=VALUE` as a label, or why it is not one.

@@ -166,7 +166,17 @@ fn build(
     if with_self_stats && !contents.births {
         metrics.extend(self_metrics(contents.self_stats, own, &contents.stream.own));
     }
-    let request = ExportMetricsServiceRequest {
+    Some(Built {
+        request: enveloped(resource, metrics),
+        points,
+        held,
+    })
+}
+
+/// The request carrying `metrics` under `resource` and the exporter's scope: every request of
+/// the stream, and of its history, has this envelope.
+pub fn enveloped(resource: &Resource, metrics: Vec<Metric>) -> ExportMetricsServiceRequest {
+    ExportMetricsServiceRequest {
         resource_metrics: vec![ResourceMetrics {
             resource: Some(resource.clone()),
             scope_metrics: vec![ScopeMetrics {
@@ -180,12 +190,7 @@ fn build(
             }],
             ..ResourceMetrics::default()
         }],
-    };
-    Some(Built {
-        request,
-        points,
-        held,
-    })
+    }
 }
 
 /// The points of one metric, zeros left out; and how many were held back (cumulative only:
@@ -227,7 +232,7 @@ fn data_points<K: SeriesKey, V>(
 }
 
 /// A monotonic sum.
-fn sum_metric(names: MetricNames, data_points: Vec<NumberDataPoint>, temporality: Temporality) -> Metric {
+pub fn sum_metric(names: MetricNames, data_points: Vec<NumberDataPoint>, temporality: Temporality) -> Metric {
     Metric {
         name: names.otlp_name.into(),
         description: names.description.into(),
@@ -283,7 +288,8 @@ fn own_point(name: &str, reason: Option<&str>) -> String {
     }
 }
 
-fn attributes(pairs: &[(&str, &str)]) -> Vec<KeyValue> {
+/// OTLP string attributes of `pairs`.
+pub fn attributes(pairs: &[(&str, &str)]) -> Vec<KeyValue> {
     pairs
         .iter()
         .map(|(key, value)| KeyValue {

@@ -11,21 +11,27 @@
 //!   times of a series: its zero, its growth, a heartbeat twice a day;
 //! - `read.rs`: the frontier's lines, read again, checked, counted once each, by series, a day
 //!   at a time; `days.rs`: the days a file's lines fall on, found without decoding them;
+//! - `write.rs`: each series' points a block at a time, handed to a sink:
 //! - `format.rs`: OpenMetrics for `promtool tsdb create-blocks-from openmetrics`, and
-//!   VictoriaMetrics' JSON lines import.
+//!   VictoriaMetrics' JSON lines import;
+//! - `otlp.rs`: OTLP to the live stream's endpoint, for a backend with an out-of-order window.
 
 mod days;
 mod format;
 mod grid;
+mod otlp;
 mod read;
+mod write;
 
 use std::path::{Path, PathBuf};
 
 use crate::store::StoreError;
 use crate::store::history::{self as frontier, HistoryFrontier};
 use crate::store::stream;
-pub use format::Format;
+pub use format::{Text, TextSink};
 pub use grid::Grid;
+pub use otlp::OtlpSink;
+pub use write::{Number, Sink, Writer};
 
 #[derive(Debug, thiserror::Error)]
 pub enum HistoryError {
@@ -53,6 +59,10 @@ pub enum HistoryError {
     Ledger { file: String, error: std::io::Error },
     #[error("cannot write the history: {0}")]
     Output(std::io::Error),
+    #[error(
+        "the history did not reach {endpoint}: {detail}; a backend takes the past over OTLP only within its out-of-order window (Prometheus 3: storage.tsdb.out_of_order_time_window, as long as the history), else load it with --format openmetrics or victoriametrics; sending it again is harmless"
+    )]
+    Send { endpoint: String, detail: String },
 }
 
 /// What was written, for the closing line.
@@ -88,22 +98,22 @@ pub fn frontier_of(state_dir: &Path) -> Result<HistoryFrontier, HistoryError> {
     })
 }
 
-/// Writes the history of `frontier` (its ledger files in `stats_dir`) to `out` in `format`, each
-/// series with `labels` added, on `grid`; `progress` hears of each file read.
+/// Hands the history of `frontier` (its ledger files in `stats_dir`) to `sink`, each series
+/// with `labels` added, on `grid`; `progress` hears of each file read.
 pub fn write(
     stats_dir: &Path,
     frontier: &HistoryFrontier,
     grid: &Grid,
-    (format, labels): (Format, &[(String, String)]),
-    out: &mut impl std::io::Write,
+    labels: &[(String, String)],
+    sink: &mut dyn Sink,
     progress: impl FnMut(&read::Progress),
 ) -> Result<Summary, HistoryError> {
-    let mut writer = format::Writer::new((format, labels), out, grid, &frontier.first_values);
+    let mut writer = Writer::new(sink, labels, grid, &frontier.first_values);
     let mut summary = read::read(stats_dir, frontier, grid, progress, |mut block| {
         writer.block(&mut block)
     })?;
     summary.series = writer.series();
-    summary.points = writer.finish().map_err(HistoryError::Output)?;
+    summary.points = writer.finish()?;
     Ok(summary)
 }
 

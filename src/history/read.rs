@@ -70,7 +70,7 @@ pub fn read(
     frontier: &HistoryFrontier,
     grid: &Grid,
     mut progress: impl FnMut(&Progress),
-    mut block: impl FnMut(Timelines) -> std::io::Result<()>,
+    mut block: impl FnMut(Timelines) -> Result<(), HistoryError>,
 ) -> Result<Summary, HistoryError> {
     let (mut files, mut summary) = check(stats_dir, frontier, grid, &mut progress)?;
     // In the order of their first day, so that days close early and in order.
@@ -89,7 +89,7 @@ pub fn read(
         }
         while let Some(entry) = unread.first_entry().filter(|e| *e.get() == 0) {
             if let Some(day) = open.remove(&entry.remove_entry().0) {
-                block(day.growth).map_err(HistoryError::Output)?;
+                block(day.growth)?;
             }
         }
         (done.files_done, done.bytes_done, done.lines) = (
