@@ -51,7 +51,11 @@ fn try_main(cli: Cli) -> anyhow::Result<()> {
             runtime(false)?.block_on(once::once(&settings))
         }
         Command::Status { json } => status::status(&settings()?, json),
-        Command::History { format, labels } => history::history(&settings()?, format, &labels),
+        Command::History {
+            format,
+            labels,
+            check,
+        } => history::history(&settings()?, format, &labels, check.as_deref()),
         Command::Doctor => runtime(false)?.block_on(doctor::doctor(&settings()?)),
         // Generated from the command line's definition alone: no settings, no store.
         Command::Completions { shell } => Ok(cli::print(&generate::completions(shell))?),

@@ -147,9 +147,10 @@ trait Backend {
     fn load(&mut self, fx: &Fixture);
 }
 
-/// `history` of the fixture's store, with the live series' own labels.
-fn history(fx: &Fixture, format: &str, labels: &[(String, String)]) -> Vec<u8> {
-    let mut args: Vec<String> = ["--format", format].map(String::from).to_vec();
+/// `history` of the fixture's store, with the live series' own labels, checked against the
+/// backend's query API at `check` first.
+fn history(fx: &Fixture, format: &str, labels: &[(String, String)], check: &str) -> Vec<u8> {
+    let mut args: Vec<String> = ["--format", format, "--check", check].map(String::from).to_vec();
     for (k, v) in labels {
         args.push("--label".into());
         args.push(format!("{k}={v}"));
@@ -229,7 +230,8 @@ impl Backend for Prometheus3 {
     fn load(&mut self, fx: &Fixture) {
         let labels = live_labels(self.api());
         let file = fx.root.path().join("history.om");
-        std::fs::write(&file, history(fx, "openmetrics", &labels)).unwrap();
+        let check = format!("http://127.0.0.1:{}", self.port);
+        std::fs::write(&file, history(fx, "openmetrics", &labels, &check)).unwrap();
         let out = Command::new(&self.promtool)
             .args(["tsdb", "create-blocks-from", "openmetrics"])
             .arg(&file)
@@ -292,7 +294,14 @@ impl Backend for Victoria {
 
     fn load(&mut self, fx: &Fixture) {
         let labels = live_labels(&self.api);
-        let body = history(fx, "victoriametrics", &labels);
+        let check = format!("http://127.0.0.1:{}", self.api.port);
+        // A label missed is said before anything is written, with the one to give.
+        let missed = fx.run(&["history", "--format", "victoriametrics", "--check", &check]);
+        let said = String::from_utf8_lossy(&missed.stderr);
+        assert!(!missed.status.success() && missed.stdout.is_empty(), "{said}");
+        let (name, value) = &labels[0];
+        assert!(said.contains(&format!("--label {name}={value}")), "{said}");
+        let body = history(fx, "victoriametrics", &labels, &check);
         post(self.api.port, "/api/v1/import", &body);
         post(self.api.port, "/internal/resetRollupResultCache", b"");
     }

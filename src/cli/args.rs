@@ -54,6 +54,10 @@ pub enum Command {
         /// whose series carry the live stream's resource.
         #[arg(long = "label", value_name = "NAME=VALUE")]
         labels: Vec<String>,
+        /// Before writing, check against the backend's Prometheus query API at URL (Prometheus,
+        /// VictoriaMetrics) that every series of the history is a live one, labels and all.
+        #[arg(long, value_name = "URL")]
+        check: Option<String>,
     },
     /// Print a completion script for SHELL (bash, zsh, fish, elvish, powershell).
     Completions {

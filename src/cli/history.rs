@@ -7,8 +7,12 @@ use std::time::Instant;
 
 use super::args::HistoryFormat;
 use crate::export::payload::Temporality;
+use crate::export::transport::redacted;
+use crate::history::check::{self, Labels, Verdict};
 use crate::history::{self, Grid, OtlpSink, Progress, Text, TextSink};
+use crate::series::Quantity;
 use crate::settings::Settings;
+use crate::store::history::HistoryFrontier;
 
 /// Labels a history series has already, or that name the metric: `--label` cannot set them.
 const OWN_LABELS: [&str; 7] = [
@@ -25,9 +29,22 @@ const OWN_LABELS: [&str; 7] = [
 const PROGRESS_EVERY_S: u64 = 5;
 
 /// The top-level entry point for `reasonix-exporter history`.
-pub fn history(settings: &Settings, format: HistoryFormat, labels: &[String]) -> anyhow::Result<()> {
+pub fn history(
+    settings: &Settings,
+    format: HistoryFormat,
+    labels: &[String],
+    check: Option<&str>,
+) -> anyhow::Result<()> {
     let labels = labels_of(labels)?;
     let frontier = history::frontier_of(&settings.state_dir.value)?;
+    if let Some(url) = check {
+        if format == HistoryFormat::Otlp {
+            anyhow::bail!(
+                "--check is for the text formats: over OTLP the history carries the live stream's own resource, so its series are the live ones; leave --check out"
+            );
+        }
+        check_labels(url, &frontier, &labels)?;
+    }
     let interval_ms = settings.export_interval.value.as_millis() as u64;
     // A first send dated ahead of the clock (one that ran fast) ends the history now: the stream
     // has come back to the clock's time since.
@@ -87,6 +104,40 @@ pub fn history(settings: &Settings, format: HistoryFormat, labels: &[String]) ->
     };
     say_written(&summary, &grid, started, "standard output");
     Ok(())
+}
+
+/// Whether every series of the history is a live series at `url`, labels and all.
+fn check_labels(url: &str, frontier: &HistoryFrontier, given: &[(String, String)]) -> anyhow::Result<()> {
+    let metric = Quantity::Total.names().prom_name;
+    let own: Vec<Labels> = (frontier.first_values.tokens.iter())
+        .filter(|(_, totals)| totals.get(Quantity::Total) > 0)
+        .map(|(key, _)| {
+            key.pairs()
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect()
+        })
+        .collect();
+    let start_s = (frontier.first_sent_ns / 1_000_000_000).saturating_sub(3600);
+    let end_s = crate::export::otlp::now_ns() / 1_000_000_000 + 60;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let live = runtime.block_on(check::live_series(url, metric, start_s, end_s))?;
+    match check::verdict(&own, given, &live) {
+        Verdict::Match(series) => {
+            tracing::info!(
+                event = "history.checked",
+                series,
+                "history: all {series} series of the history are live series in {}, labels and all",
+                redacted(url)
+            );
+            Ok(())
+        }
+        Verdict::Missing { series, found } => {
+            Err(history::HistoryError::Labels(check::mismatch(url, metric, given, &series, &found)).into())
+        }
+    }
 }
 
 /// The sink to the live stream's own OTLP endpoint, under its own resource.

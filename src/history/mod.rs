@@ -16,6 +16,7 @@
 //!   VictoriaMetrics' JSON lines import;
 //! - `otlp.rs`: OTLP to the live stream's endpoint, for a backend with an out-of-order window.
 
+pub mod check;
 mod days;
 mod format;
 mod grid;
@@ -63,6 +64,12 @@ pub enum HistoryError {
         "the history did not reach {endpoint}: {detail}; a backend takes the past over OTLP only within its out-of-order window (Prometheus 3: storage.tsdb.out_of_order_time_window, as long as the history), else load it with --format openmetrics or victoriametrics; sending it again is harmless"
     )]
     Send { endpoint: String, detail: String },
+    #[error(
+        "cannot ask {url} for the live series (--check): {detail}; give the backend's Prometheus query API, e.g. http://prometheus:9090 or VictoriaMetrics' http://vm:8428"
+    )]
+    Check { url: String, detail: String },
+    #[error("history --check: {0}")]
+    Labels(String),
 }
 
 /// What was written, for the closing line.
