@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use super::counts::IngestCounts;
 use super::engine::keys::{self, family_prefix};
 use super::export_record::ExportRecord;
+use super::history::{FrontierFile, HistoryFrontier};
 use super::records::Record as _;
 use super::seen::{FIRST_DEPTH, LineHash, LineSet, Partition, PartitionKey, decode_depth};
 use super::stream::StreamRecord;
@@ -304,6 +305,21 @@ fn stream_record() {
         Some(before),
         "version 1, before cost"
     );
+}
+
+#[test]
+fn history_frontier() {
+    let frontier = HistoryFrontier {
+        first_sent_ns: 1_764_500_060_000_000_000,
+        files: vec![FrontierFile {
+            name: b"2026-11-30.jsonl".to_vec(),
+            offset: 12_345,
+            prefix_hash: 0x0123_4567_89ab_cdef,
+        }],
+        first_values: sums(),
+    };
+    let bytes = golden("history-frontier", &frontier.encode());
+    assert_eq!(HistoryFrontier::decode(&bytes), Some(frontier));
 }
 
 #[test]
