@@ -219,7 +219,7 @@ def main():
         om, p2_labels = history(a, "openmetrics", f"http://127.0.0.1:{p2_port}")
         with open(os.path.join(work, "history.om"), "wb") as f:
             f.write(om)
-        subprocess.run(["/usr/bin/promtool", "tsdb", "create-blocks-from", "openmetrics",
+        subprocess.run(["/usr/bin/promtool", "tsdb", "create-blocks-from", "openmetrics", "--max-block-duration=486h",
                         os.path.join(work, "history.om"), os.path.join(work, "p2", "data")], check=True,
                        capture_output=True)
         os.killpg(procs[1].pid, signal.SIGTERM)

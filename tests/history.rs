@@ -242,7 +242,7 @@ impl Backend for Prometheus3 {
         let check = format!("http://127.0.0.1:{}", self.port);
         std::fs::write(&file, history(fx, "openmetrics", &labels, &check)).unwrap();
         let out = Command::new(&self.promtool)
-            .args(["tsdb", "create-blocks-from", "openmetrics"])
+            .args(["tsdb", "create-blocks-from", "openmetrics", "--max-block-duration=486h"])
             .arg(&file)
             .arg(self.dir.join("data"))
             .output()
