@@ -242,7 +242,12 @@ impl Backend for Prometheus3 {
         let check = format!("http://127.0.0.1:{}", self.port);
         std::fs::write(&file, history(fx, "openmetrics", &labels, &check)).unwrap();
         let out = Command::new(&self.promtool)
-            .args(["tsdb", "create-blocks-from", "openmetrics", "--max-block-duration=486h"])
+            .args([
+                "tsdb",
+                "create-blocks-from",
+                "openmetrics",
+                "--max-block-duration=486h",
+            ])
             .arg(&file)
             .arg(self.dir.join("data"))
             .output()
@@ -737,7 +742,10 @@ fn history_over_otlp_to_a_prometheus_without_an_out_of_order_window_is_one_line_
     let log = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{log}");
     let error = log.lines().last().unwrap_or_default();
-    assert!(error.contains("out_of_order_time_window"), "{log}");
+    assert!(
+        error.contains("HTTP 400") && error.contains("out_of_order_time_window"),
+        "the backend's refusal, and the window to set: {log}"
+    );
     assert!(error.contains("127.0.0.1"), "the endpoint is named: {log}");
     assert!(!log.contains("secret"), "no credentials: {log}");
     server.stop();

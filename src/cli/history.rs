@@ -13,6 +13,7 @@ use crate::history::{self, Grid, OtlpSink, Progress, Text, TextSink};
 use crate::series::Quantity;
 use crate::settings::Settings;
 use crate::store::history::HistoryFrontier;
+use opentelemetry_proto::tonic::common::v1::any_value;
 
 /// Labels a history series has already, or that name the metric: `--label` cannot set them.
 const OWN_LABELS: [&str; 7] = [
@@ -43,7 +44,7 @@ pub fn history(
                 "--check is for the text formats: over OTLP the history carries the live stream's own resource, so its series are the live ones; leave --check out"
             );
         }
-        check_labels(url, &frontier, &labels)?;
+        check_labels(url, &frontier, &labels, &settings.instance)?;
     }
     let interval_ms = settings.export_interval.value.as_millis() as u64;
     // A first send dated ahead of the clock (one that ran fast) ends the history now: the stream
@@ -82,14 +83,6 @@ pub fn history(
             }
             let mut sink = otlp_sink(settings)?;
             let summary = history::write(stats_dir, &frontier, &grid, &[], &mut sink, progress)?;
-            if sink.before_1970 > 0 {
-                tracing::warn!(
-                    event = "history.before_1970",
-                    points = sink.before_1970,
-                    "history: {} points dated before 1970 cannot go over OTLP (its times start there) and were left out",
-                    sink.before_1970
-                );
-            }
             let to = format!("{} requests to {}", sink.requests, sink_endpoint(settings));
             say_written(&summary, &grid, started, &to);
             return Ok(());
@@ -107,7 +100,12 @@ pub fn history(
 }
 
 /// Whether every series of the history is a live series at `url`, labels and all.
-fn check_labels(url: &str, frontier: &HistoryFrontier, given: &[(String, String)]) -> anyhow::Result<()> {
+fn check_labels(
+    url: &str,
+    frontier: &HistoryFrontier,
+    given: &[(String, String)],
+    instance: &str,
+) -> anyhow::Result<()> {
     let metric = Quantity::Total.names().prom_name;
     let own: Vec<Labels> = (frontier.first_values.tokens.iter())
         .filter(|(_, totals)| totals.get(Quantity::Total) > 0)
@@ -118,13 +116,15 @@ fn check_labels(url: &str, frontier: &HistoryFrontier, given: &[(String, String)
                 .collect()
         })
         .collect();
-    let start_s = (frontier.first_sent_ns / 1_000_000_000).saturating_sub(3600);
+    // From the stream's first point on (the series API's start is inclusive): no point of a
+    // history loaded before is that late, so only the live stream's series answer.
+    let start_s = frontier.first_sent_ns.div_ceil(1_000_000_000);
     let end_s = crate::export::otlp::now_ns() / 1_000_000_000 + 60;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let live = runtime.block_on(check::live_series(url, metric, start_s, end_s))?;
-    match check::verdict(&own, given, &live) {
+    match check::verdict(&own, given, &live, instance) {
         Verdict::Match(series) => {
             tracing::info!(
                 event = "history.checked",
@@ -153,6 +153,21 @@ fn otlp_sink(settings: &Settings) -> anyhow::Result<OtlpSink> {
         );
     }
     let resource = crate::export::resource::resource(&settings.instance, &otlp.resource);
+    // The resource comes from this run's settings and environment: said, so that a run without
+    // the service's environment (its team and user) is seen before it makes second series.
+    let attributes: Vec<String> = (resource.attributes.iter())
+        .filter_map(|kv| match kv.value.as_ref()?.value.as_ref()? {
+            any_value::Value::StringValue(v) => {
+                Some(format!("{}={}", kv.key, crate::shown::one_line(v, 200)))
+            }
+            _ => None,
+        })
+        .collect();
+    tracing::info!(
+        event = "history.resource",
+        "history: sent as the live stream is, under the resource {} (from this run's settings and environment: run it with the exporter's own)",
+        attributes.join(",")
+    );
     Ok(OtlpSink::new(&otlp.target, resource)?)
 }
 

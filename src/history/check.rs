@@ -14,6 +14,8 @@ pub type Labels = BTreeMap<String, String>;
 
 /// How many other label sets an answer names.
 const SHOWN: usize = 3;
+/// The most of an answer read: the series of one metric, of a team's machines.
+const MAX_ANSWER_BYTES: usize = 64 << 20;
 
 /// The history's labels against the live series.
 #[derive(Debug, PartialEq, Eq)]
@@ -25,8 +27,10 @@ pub enum Verdict {
     Missing { series: Labels, found: Vec<Labels> },
 }
 
-/// Whether each history series, its `own` labels with `given` added, is a `live` series.
-pub fn verdict(own: &[Labels], given: &[(String, String)], live: &[Labels]) -> Verdict {
+/// Whether each history series, its `own` labels with `given` added, is a `live` series. The
+/// label sets named instead are this store's first (those with a value equal to `instance`, its
+/// `service.instance.id`): in a team's backend every machine has the same model and source.
+pub fn verdict(own: &[Labels], given: &[(String, String)], live: &[Labels], instance: &str) -> Verdict {
     let live_sets: BTreeSet<&Labels> = live.iter().collect();
     for series in own {
         let mut wanted = series.clone();
@@ -44,9 +48,13 @@ pub fn verdict(own: &[Labels], given: &[(String, String)], live: &[Labels]) -> V
                     .collect()
             })
             .collect();
+        let (mut found, others): (Vec<Labels>, Vec<Labels>) =
+            found.into_iter().partition(|l| l.values().any(|v| v == instance));
+        found.extend(others);
+        found.truncate(SHOWN);
         return Verdict::Missing {
             series: series.clone(),
-            found: found.into_iter().take(SHOWN).collect(),
+            found,
         };
     }
     Verdict::Match(own.len())
@@ -130,10 +138,17 @@ pub async fn live_series(
     if !status.is_success() {
         return Err(failed(format!("it answered HTTP {status}")));
     }
-    let body = response
-        .bytes()
-        .await
-        .map_err(|e| failed(crate::shown::one_line(&e.without_url().to_string(), 200)))?;
+    let (mut response, mut body) = (response, Vec::new());
+    let unread = |e: reqwest::Error| failed(crate::shown::one_line(&e.without_url().to_string(), 200));
+    while let Some(chunk) = response.chunk().await.map_err(unread)? {
+        if body.len() + chunk.len() > MAX_ANSWER_BYTES {
+            return Err(failed(format!(
+                "its answer is over {} MiB",
+                MAX_ANSWER_BYTES >> 20
+            )));
+        }
+        body.extend_from_slice(&chunk);
+    }
     let answer: serde_json::Value = serde_json::from_slice(&body)
         .map_err(|_| failed("its answer is not the query API's JSON".to_owned()))?;
     let Some(data) = answer.get("data").and_then(|d| d.as_array()) else {
@@ -178,11 +193,12 @@ mod tests {
             ("instance".to_owned(), "alice".to_owned()),
         ];
         let live_sets = [other.clone(), live.clone()];
-        assert_eq!(verdict(&own, &given, &live_sets), Verdict::Match(1));
-        let Verdict::Missing { series, found } = verdict(&own, &given[..1], &live_sets) else {
+        assert_eq!(verdict(&own, &given, &live_sets, "alice"), Verdict::Match(1));
+        let Verdict::Missing { series, found } = verdict(&own, &given[..1], &live_sets, "alice") else {
             panic!("instance is missing");
         };
         assert_eq!(found.len(), 2);
+        assert_eq!(found[0]["instance"], "alice", "this store's first: {found:?}");
         let line = mismatch(
             "http://u:secret@vm:8428",
             "reasonix_tokens_total",
@@ -192,7 +208,7 @@ mod tests {
         );
         assert!(line.contains("--label instance=alice --label job=rx"), "{line}");
         assert!(!line.contains("secret") && !line.contains('\n'), "{line}");
-        let none = verdict(&own, &given, &[]);
+        let none = verdict(&own, &given, &[], "alice");
         assert!(matches!(&none, Verdict::Missing { found, .. } if found.is_empty()));
     }
 }

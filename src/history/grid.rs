@@ -12,6 +12,9 @@ use crate::series::Counter;
 /// Fifteen minutes, in ms: every zone's midnight is a multiple of it.
 const QUARTER_HOUR_MS: i64 = 900_000;
 const DAY_MS: i64 = 86_400_000;
+/// The earliest time a line is placed at: 2000-01-01T00:00:00Z. Before it a `ts` is no time a
+/// line was written at, and a series held twice a day from there would be millions of points.
+pub const EARLIEST_MS: i64 = 946_684_800_000;
 /// Between two points of a series, at most this: twice a day.
 const HEARTBEAT_MS: i64 = 12 * 3_600_000;
 
@@ -49,9 +52,10 @@ impl Grid {
 
     /// The point that carries a line written at `at_ms`: the grid time after it, or the last
     /// moment of history for a line of the stream's first step, one dated after it (a clock
-    /// that ran fast), or one without a time.
+    /// that ran fast), one without a time, or one dated before [`EARLIEST_MS`] (Go writes an
+    /// unset time as year 1: no time Reasonix wrote a line at).
     pub fn point_of(&self, at_ms: Option<i64>) -> i64 {
-        match at_ms {
+        match at_ms.filter(|at| *at >= EARLIEST_MS) {
             Some(at) => (at.div_euclid(self.step_ms) + 1)
                 .saturating_mul(self.step_ms)
                 .min(self.last_ms),
@@ -137,21 +141,24 @@ mod tests {
 
     #[test]
     fn a_line_is_carried_by_the_grid_time_after_it() {
-        let grid = Grid::new(15_000, 10 * DAY_MS as u64 * 1_000_000);
-        assert_eq!(grid.point_of(Some(0)), 15_000);
-        assert_eq!(grid.point_of(Some(14_999)), 15_000);
-        assert_eq!(grid.point_of(Some(-1)), 0);
+        // History from the earliest time a line is placed at (a whole day, a whole step).
+        let t0 = EARLIEST_MS;
+        let last = t0 + 10 * DAY_MS - 1;
+        let grid = Grid::new(15_000, (last + 1) as u64 * 1_000_000);
+        assert_eq!(grid.point_of(Some(t0)), t0 + 15_000);
+        assert_eq!(grid.point_of(Some(t0 + 14_999)), t0 + 15_000);
+        assert_eq!(grid.point_of(Some(t0 + 15_000)), t0 + 30_000);
+        assert_eq!(grid.point_of(Some(last - 2)), last, "the stream's first step");
         assert_eq!(
-            grid.point_of(Some(10 * DAY_MS - 3)),
-            10 * DAY_MS - 1,
-            "the stream's first step"
-        );
-        assert_eq!(
-            grid.point_of(Some(20 * DAY_MS)),
-            10 * DAY_MS - 1,
+            grid.point_of(Some(t0 + 20 * DAY_MS)),
+            last,
             "after the first send"
         );
-        assert_eq!(grid.point_of(None), 10 * DAY_MS - 1);
+        assert_eq!(grid.point_of(None), last);
+        assert_eq!(grid.point_of(Some(t0 - 1)), last, "before the earliest");
+        let year_1 = crate::ledger::timestamp::unix_ms_of_rfc3339("0001-01-01T00:00:00Z");
+        assert!(year_1.is_some());
+        assert_eq!(grid.point_of(year_1), last, "Go's unset time is no time");
     }
 
     #[test]

@@ -52,6 +52,10 @@ pub enum HistoryError {
         "ledger file {0} changed while its history was being written (it no longer holds what the store counted): run `history` again"
     )]
     Changed(String),
+    #[error(
+        "ledger file {0} read differently the second time (a line on a day the first reading did not find): this is a fault of reasonix-exporter, please report it; the history written so far ends at the day before"
+    )]
+    Misread(String),
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("cannot read the stats dir: {0}; check --stats-dir and its permissions")]
@@ -61,9 +65,13 @@ pub enum HistoryError {
     #[error("cannot write the history: {0}")]
     Output(std::io::Error),
     #[error(
-        "the history did not reach {endpoint}: {detail}; a backend takes the past over OTLP only within its out-of-order window (Prometheus 3: storage.tsdb.out_of_order_time_window, as long as the history), else load it with --format openmetrics or victoriametrics; sending it again is harmless"
+        "the history did not all go through to {endpoint}: {detail}; {hint}; what went before stays, and sending it all again is harmless"
     )]
-    Send { endpoint: String, detail: String },
+    Send {
+        endpoint: String,
+        detail: String,
+        hint: &'static str,
+    },
     #[error(
         "cannot ask {url} for the live series (--check): {detail}; give the backend's Prometheus query API, e.g. http://prometheus:9090 or VictoriaMetrics' http://vm:8428"
     )]

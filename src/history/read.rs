@@ -1,8 +1,9 @@
 //! The frontier's lines read again, twice: once to check each file's history region against
 //! the hash the store took of it and to learn the days (blocks) its lines fall on (`days.rs`),
-//! once to
-//! count every line once (a copy in another file is the same line, as the seen set has it), by
-//! series and grid point, handing each day on as soon as every file with lines of it is read.
+//! once to count every line once (a copy in another file is the same line, as the seen set has
+//! it), by series and grid point, handing each day on as soon as every file with lines of it is
+//! read. A file that spans the whole history (a merged backup) holds every day from when it is
+//! read until the end.
 //! A copy of a line has the line's `ts`, so it falls on the same day: the lines seen are kept
 //! per day, and only the days being read are held.
 
@@ -57,7 +58,7 @@ pub struct Progress {
 struct Checked<'a> {
     path: PathBuf,
     name: String,
-    file: &'a FrontierFile,
+    frontier_file: &'a FrontierFile,
     days: Vec<i64>,
 }
 
@@ -72,7 +73,7 @@ pub fn read(
     mut progress: impl FnMut(&Progress),
     mut block: impl FnMut(Timelines) -> Result<(), HistoryError>,
 ) -> Result<Summary, HistoryError> {
-    let (mut files, mut summary) = check(stats_dir, frontier, grid, &mut progress)?;
+    let (mut files, mut summary) = check_files(stats_dir, frontier, grid, &mut progress)?;
     // In the order of their first day, so that days close early and in order.
     files.sort_by(|a, b| (a.days.first(), &a.name).cmp(&(b.days.first(), &b.name)));
     let mut unread: BTreeMap<i64, usize> = BTreeMap::new();
@@ -94,11 +95,14 @@ pub fn read(
         }
         (done.files_done, done.bytes_done, done.lines) = (
             done.files_done + 1,
-            done.bytes_done + file.file.offset,
+            done.bytes_done + file.frontier_file.offset,
             summary.lines,
         );
         progress(&done);
     }
+    // Every day is handed on, the last once the last file is read: each day counted in `open`
+    // is one of a file's days, and each file's days reach zero once it is read.
+    debug_assert!(open.is_empty(), "days never handed on: {:?}", open.keys());
     Ok(summary)
 }
 
@@ -115,7 +119,7 @@ fn progress_of(pass: &'static str, frontier: &HistoryFrontier) -> Progress {
 
 /// The first reading: the files that still hold what the store counted, with their days, and
 /// the summary naming those that do not.
-fn check<'a>(
+fn check_files<'a>(
     stats_dir: &Path,
     frontier: &'a HistoryFrontier,
     grid: &Grid,
@@ -148,7 +152,7 @@ fn check<'a>(
             Some(path) if held => files.push(Checked {
                 path,
                 name,
-                file,
+                frontier_file: file,
                 days: days.into_iter().collect(),
             }),
             _ => summary.files_missing.push(name),
@@ -175,12 +179,17 @@ fn count_file(
     open: &mut BTreeMap<i64, Day>,
 ) -> Result<u64, HistoryError> {
     let mut step = Step::default();
-    let mut lines = 0;
-    let held = read_region(&file.path, file.file, |line| {
+    let (mut lines, mut misread) = (0, false);
+    let held = read_region(&file.path, file.frontier_file, |line| {
         let Decoded::Row(row) = decode(line) else {
             return;
         };
         let at = grid.point_of(row.at_ms);
+        // A day the first reading did not find is one already handed on, or never to be.
+        if file.days.binary_search(&Grid::block_of(at)).is_err() {
+            misread = true;
+            return;
+        }
         let day = open.entry(Grid::block_of(at)).or_default();
         if !day.seen.insert(LineHash::of(line).0) {
             return;
@@ -194,6 +203,7 @@ fn count_file(
     });
     step.flush(known, open);
     match held {
+        Ok(true) if misread => Err(HistoryError::Misread(file.name.clone())),
         Ok(true) => Ok(lines),
         Ok(false) => Err(HistoryError::Changed(file.name.clone())),
         Err(error) => Err(HistoryError::Ledger {
@@ -225,8 +235,7 @@ fn read_region(path: &Path, file: &FrontierFile, mut each: impl FnMut(&[u8])) ->
     Ok(checkpoint.offset == file.offset && checkpoint.prefix.hash == file.prefix_hash)
 }
 
-/// The lines of one grid point being added up (lines come in time order, mostly); the series
-/// found are kept from point to point.
+/// The lines of one grid point being added up (lines come in time order, mostly).
 #[derive(Default)]
 struct Step {
     at: Option<i64>,

@@ -164,18 +164,6 @@ impl SeriesDeltas {
         self.series.is_empty()
     }
 
-    /// [`SeriesDeltas::by_series`], every delta then set back to zero: the series found so far
-    /// are kept, for the next deltas to find them cheaply.
-    pub fn take_by_series(&mut self, known: &Sums) -> Sums {
-        let out = self.by_series(known);
-        for slot in &mut self.series {
-            slot.delta = Totals::default();
-            slot.costs.clear();
-            slot.unpriced.clear();
-        }
-        out
-    }
-
     /// The deltas by series (slots of the same set added together), zeros left out. The values
     /// of the cost families' own attributes are capped against those `known` has.
     pub fn by_series(&self, known: &Sums) -> Sums {
