@@ -243,7 +243,15 @@ def main():
             for offset, zone in ZONES:
                 align = lambda t: (t + offset) // DAY * DAY - offset
                 want = oracle.rows(offset, align(now - span), align(now))
-                got = daily_table(port, offset, now - span, now)
+                # What was loaded becomes searchable in the backend's own time (VictoriaMetrics:
+                # seconds): asked again until it answers the same twice, at most a minute.
+                got, deadline = None, time.time() + 60
+                while time.time() < deadline:
+                    again = daily_table(port, offset, now - span, now)
+                    if again == got and got == want:
+                        break
+                    got = again
+                    time.sleep(1)
                 compared = sum(len(w) for w in want)
                 equal = sum(1 for q in range(8) for day, v in want[q].items() if got[q].get(day) == v)
                 extra = sum(1 for q in range(8) for day in got[q] if day not in want[q])
