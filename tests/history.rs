@@ -159,12 +159,7 @@ fn history(fx: &Fixture, format: &str, labels: &[(String, String)], check: &str)
         args.push("--label".into());
         args.push(format!("{k}={v}"));
     }
-    history_with(fx, &args)
-}
-
-/// `history` of the fixture's store, with `more` arguments.
-fn history_with(fx: &Fixture, more: &[String]) -> Vec<u8> {
-    history_in(fx, more, &[])
+    history_in(fx, &args, &[])
 }
 
 /// `history` of the fixture's store, with `more` arguments and `env` besides the fixture's.
@@ -263,6 +258,18 @@ impl Backend for Prometheus3 {
     }
 }
 
+/// A Prometheus 3 with a 30-day out-of-order window (the history's twenty days fit) and a year's
+/// retention, taking what `receiver` (its flag) says.
+fn prometheus3_with_window(binary: &std::path::Path, dir: &std::path::Path, receiver: &str) -> Prometheus {
+    Prometheus::start_binary(
+        binary,
+        dir,
+        "global:\n  scrape_interval: 15s\nstorage:\n  tsdb:\n    out_of_order_time_window: 30d\n",
+        &[receiver, "--storage.tsdb.retention.time=1y"],
+        None,
+    )
+}
+
 /// Prometheus 3 taking the history over OTLP, within an out-of-order window longer than it.
 struct Prometheus3Ooo {
     server: Prometheus,
@@ -288,7 +295,7 @@ impl Backend for Prometheus3Ooo {
             "--otlp-endpoint",
             &self.endpoint,
         ];
-        let out = history_with(fx, &args.map(String::from));
+        let out = history_in(fx, &args.map(String::from), &[]);
         assert!(out.is_empty(), "nothing on standard output");
     }
 }
@@ -617,15 +624,8 @@ fn the_history_over_otlp_is_every_day_exactly_on_prometheus_3_with_an_out_of_ord
         return;
     };
     let root = tempfile::tempdir().unwrap();
-    let port = common::free_port();
-    let server = Prometheus::start_binary(
-        &binary,
-        &root.path().join("p3"),
-        "global:\n  scrape_interval: 15s\nstorage:\n  tsdb:\n    out_of_order_time_window: 30d\n",
-        &["--web.enable-otlp-receiver", "--storage.tsdb.retention.time=1y"],
-        Some(port),
-    );
-    let endpoint = format!("http://127.0.0.1:{port}/api/v1/otlp/v1/metrics");
+    let server = prometheus3_with_window(&binary, &root.path().join("p3"), "--web.enable-otlp-receiver");
+    let endpoint = format!("http://127.0.0.1:{}/api/v1/otlp/v1/metrics", server.port);
     let mut p3 = Prometheus3Ooo {
         server,
         endpoint: endpoint.clone(),
@@ -644,15 +644,10 @@ fn the_history_through_the_team_gateway_is_every_day_exactly_with_its_promoted_l
         return;
     };
     let root = tempfile::tempdir().unwrap();
-    let server = Prometheus::start_binary(
+    let server = prometheus3_with_window(
         &binary,
         &root.path().join("p3"),
-        "global:\n  scrape_interval: 15s\nstorage:\n  tsdb:\n    out_of_order_time_window: 30d\n",
-        &[
-            "--web.enable-remote-write-receiver",
-            "--storage.tsdb.retention.time=1y",
-        ],
-        None,
+        "--web.enable-remote-write-receiver",
     );
     let pki_dir = root.path().join("pki");
     std::fs::create_dir_all(&pki_dir).unwrap();

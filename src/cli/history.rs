@@ -83,7 +83,7 @@ pub fn history(
             }
             let mut sink = otlp_sink(settings)?;
             let summary = history::write(stats_dir, &frontier, &grid, &[], &mut sink, progress)?;
-            let to = format!("{} requests to {}", sink.requests, sink_endpoint(settings));
+            let to = format!("{} requests to {}", sink.requests, sink.endpoint);
             say_written(&summary, &grid, started, &to);
             return Ok(());
         }
@@ -169,14 +169,6 @@ fn otlp_sink(settings: &Settings) -> anyhow::Result<OtlpSink> {
         attributes.join(",")
     );
     Ok(OtlpSink::new(&otlp.target, resource)?)
-}
-
-fn sink_endpoint(settings: &Settings) -> String {
-    settings
-        .otlp
-        .as_ref()
-        .map(|o| o.target.shown_endpoint())
-        .unwrap_or_default()
 }
 
 /// The closing lines: files left out, and what was written where.

@@ -8,7 +8,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::Daemon;
-use super::backoff::Backoff;
+use crate::export::backoff::Backoff;
 use crate::export::health::ExportHealth;
 use crate::export::otlp::{ExportError, OtlpExporter, Outgoing, Sent};
 use crate::export::transport::SendError;

@@ -7,10 +7,8 @@
 //! - `stats_dir.rs`: the stats folder coming and going, file events, unreadable files;
 //! - `store_fault.rs`: counting paused on a store that cannot be written, and resumed;
 //! - `exports.rs`: the export task, its retries and what the collector said;
-//! - `backoff.rs`: the waits between retries;
 //! - `tests.rs`: the schedule on tokio's paused clock.
 
-mod backoff;
 mod exports;
 mod ingest;
 mod publish;

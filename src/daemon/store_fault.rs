@@ -8,8 +8,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::Daemon;
-use super::backoff::Backoff;
 use super::exports::FIRST_RETRY;
+use crate::export::backoff::Backoff;
 use crate::store::{Released, StoreError};
 
 /// The longest wait between attempts to reopen a store that could not be written.

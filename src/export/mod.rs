@@ -1,5 +1,6 @@
 //! The export side: counters out of the store, to an OTLP collector and to Prometheus.
 
+pub mod backoff;
 pub mod health;
 pub mod otlp;
 pub mod payload;

@@ -139,8 +139,7 @@ fn build(
             names,
             data_points(contents, &values.tokens, &marks.tokens, |t| {
                 let value = t.get(quantity);
-                // OTLP integers are signed: a sum past 2^63 is pinned, never wrapped.
-                (value.into(), AsInt(i64::try_from(value).unwrap_or(i64::MAX)))
+                (value.into(), AsInt(pinned(value)))
             }),
         );
     }
@@ -153,7 +152,7 @@ fn build(
     add(
         UNPRICED,
         data_points(contents, &values.unpriced, &marks.unpriced, |n| {
-            ((*n).into(), AsInt(i64::try_from(*n).unwrap_or(i64::MAX)))
+            ((*n).into(), AsInt(pinned(*n)))
         }),
     );
     if metrics.is_empty() && held == 0 {
@@ -171,6 +170,12 @@ fn build(
         points,
         held,
     })
+}
+
+/// A count as OTLP carries it: its integers are signed, so a sum past 2^63 is pinned, never
+/// wrapped.
+pub fn pinned(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 /// The request carrying `metrics` under `resource` and the exporter's scope: every request of

@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::HistoryError;
-use crate::export::transport::redacted;
+use crate::export::transport::{read_capped, redacted};
 
 /// A series' labels, without `__name__`.
 pub type Labels = BTreeMap<String, String>;
@@ -138,17 +138,12 @@ pub async fn live_series(
     if !status.is_success() {
         return Err(failed(format!("it answered HTTP {status}")));
     }
-    let (mut response, mut body) = (response, Vec::new());
-    let unread = |e: reqwest::Error| failed(crate::shown::one_line(&e.without_url().to_string(), 200));
-    while let Some(chunk) = response.chunk().await.map_err(unread)? {
-        if body.len() + chunk.len() > MAX_ANSWER_BYTES {
-            return Err(failed(format!(
-                "its answer is over {} MiB",
-                MAX_ANSWER_BYTES >> 20
-            )));
-        }
-        body.extend_from_slice(&chunk);
-    }
+    let Some(body) = read_capped(response, MAX_ANSWER_BYTES).await else {
+        return Err(failed(format!(
+            "its answer broke off or is over {} MiB",
+            MAX_ANSWER_BYTES >> 20
+        )));
+    };
     let answer: serde_json::Value = serde_json::from_slice(&body)
         .map_err(|_| failed("its answer is not the query API's JSON".to_owned()))?;
     let Some(data) = answer.get("data").and_then(|d| d.as_array()) else {
@@ -208,6 +203,20 @@ mod tests {
         );
         assert!(line.contains("--label instance=alice --label job=rx"), "{line}");
         assert!(!line.contains("secret") && !line.contains('\n'), "{line}");
+        // What the backend sends back is shown as one printable line.
+        let mut hostile = live.clone();
+        hostile.insert("instance".into(), "eve\n\u{1b}[31mforged".into());
+        let Verdict::Missing { series, found } = verdict(&own, &given[..1], &[hostile], "alice") else {
+            panic!("instance is missing");
+        };
+        let line = mismatch(
+            "http://vm:8428",
+            "reasonix_tokens_total",
+            &given[..1],
+            &series,
+            &found,
+        );
+        assert!(!line.chars().any(char::is_control), "{line:?}");
         let none = verdict(&own, &given, &[], "alice");
         assert!(matches!(&none, Verdict::Missing { found, .. } if found.is_empty()));
     }

@@ -84,7 +84,7 @@ impl<'a, W: Write> TextSink<'a, W> {
 /// A value as the decimal it is.
 fn number(value: &Number, out: &mut String) {
     let _ = match value {
-        Number::Int(n) => write!(out, "{}", Number::pinned(*n)),
+        Number::Int(n) => write!(out, "{}", crate::export::payload::pinned(*n)),
         Number::Amount(a) => write!(out, "{a}"),
     };
 }

@@ -19,6 +19,7 @@ use prost::Message;
 
 use super::HistoryError;
 use super::write::{Number, Sink};
+use crate::export::backoff::Backoff;
 use crate::export::payload::{self, Temporality};
 use crate::export::transport::{OtlpTarget, SendError, Transport};
 use crate::series::MetricNames;
@@ -27,9 +28,9 @@ use crate::series::MetricNames;
 pub const REQUEST_BYTES: usize = crate::export::otlp::MAX_REQUEST_BYTES / 2;
 /// Tries of one request, when the endpoint cannot be reached or asks to wait.
 const TRIES: u32 = 6;
-/// The wait before the second try; it doubles (0.5 s, 1 s, 2 s, 4 s, 8 s).
+/// The wait before the second try; it doubles (about 0.5 s, 1 s, 2 s, 4 s, 8 s).
 const FIRST_WAIT: Duration = Duration::from_millis(500);
-/// The longest wait between tries, whatever the endpoint asks.
+/// The longest wait between tries, whatever the endpoint asks (`Retry-After`).
 const MAX_WAIT: Duration = Duration::from_secs(30);
 /// The hint for points refused as out of order or too old.
 const OUT_OF_ORDER: &str = "a backend takes the past over OTLP only within its out-of-order window (Prometheus 3: storage.tsdb.out_of_order_time_window; Mimir: -ingester.out-of-order-time-window), as long as the history; else load it with --format openmetrics or victoriametrics";
@@ -38,7 +39,8 @@ const OUT_OF_ORDER: &str = "a backend takes the past over OTLP only within its o
 pub struct OtlpSink {
     runtime: tokio::runtime::Runtime,
     transport: Transport,
-    endpoint: String,
+    /// The endpoint as it may be shown (no credentials).
+    pub endpoint: String,
     resource: Resource,
     /// The request being built, by metric name.
     metrics: BTreeMap<&'static str, Metric>,
@@ -94,10 +96,11 @@ impl OtlpSink {
     /// Sends `metrics` as one request, or as two halves (each a series' points still in time
     /// order) when the endpoint refuses it as too large.
     fn send_metrics(&mut self, metrics: Vec<Metric>) -> Result<(), HistoryError> {
-        let request = payload::enveloped(&self.resource, metrics.clone()).encode_to_vec();
-        match self.send_request(&request) {
+        let mut request = payload::enveloped(&self.resource, metrics);
+        match self.send_request(&request.encode_to_vec()) {
             Ok(()) => Ok(()),
             Err(Failure::TooLarge(detail)) => {
+                let metrics = std::mem::take(&mut request.resource_metrics[0].scope_metrics[0].metrics);
                 if points_in(&metrics) <= 1 {
                     return Err(self.failed(&detail, "raise the size it takes a request up to"));
                 }
@@ -112,7 +115,7 @@ impl OtlpSink {
     /// Sends one encoded request, trying again with a growing wait while the endpoint cannot
     /// be reached, does not answer, or refuses it for a reason that can pass (a throttle).
     fn send_request(&mut self, request: &[u8]) -> Result<(), Failure> {
-        let mut wait = FIRST_WAIT;
+        let mut backoff = Backoff::new(FIRST_WAIT, MAX_WAIT);
         for tried in 1..=TRIES {
             let error = match self.runtime.block_on(self.transport.clone().send(request)) {
                 Ok(accepted) if accepted.rejected_points > 0 => {
@@ -150,8 +153,7 @@ impl OtlpSink {
                 SendError::Refused { retry_after, .. } => *retry_after,
                 _ => None,
             };
-            std::thread::sleep(asked.unwrap_or(wait).min(MAX_WAIT));
-            wait *= 2;
+            std::thread::sleep(backoff.next_wait(asked).min(MAX_WAIT));
         }
         unreachable!("the last try returns")
     }
@@ -232,7 +234,7 @@ impl Sink for OtlpSink {
                 // Never before 2000 (`grid::EARLIEST_MS`), so never before OTLP's 1970.
                 time_unix_nano: u64::try_from(*at).unwrap_or(0).saturating_mul(1_000_000),
                 value: Some(match value {
-                    Number::Int(n) => number_data_point::Value::AsInt(Number::pinned(*n)),
+                    Number::Int(n) => number_data_point::Value::AsInt(payload::pinned(*n)),
                     Number::Amount(a) => number_data_point::Value::AsDouble(a.to_f64()),
                 }),
                 ..NumberDataPoint::default()

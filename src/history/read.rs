@@ -185,12 +185,13 @@ fn count_file(
             return;
         };
         let at = grid.point_of(row.at_ms);
+        let block = Grid::block_of(at);
         // A day the first reading did not find is one already handed on, or never to be.
-        if file.days.binary_search(&Grid::block_of(at)).is_err() {
+        if file.days.binary_search(&block).is_err() {
             misread = true;
             return;
         }
-        let day = open.entry(Grid::block_of(at)).or_default();
+        let day = open.entry(block).or_default();
         if !day.seen.insert(LineHash::of(line).0) {
             return;
         }

@@ -23,13 +23,6 @@ pub enum Number {
     Amount(Amount),
 }
 
-impl Number {
-    /// A count as the stream sends it: OTLP integers are signed, so one past 2^63 is pinned.
-    pub fn pinned(n: u64) -> i64 {
-        i64::try_from(n).unwrap_or(i64::MAX)
-    }
-}
-
 /// Where the history goes.
 pub trait Sink {
     /// One series of `names` with its labels `pairs`: its points in the block, in time order.

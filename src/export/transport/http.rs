@@ -139,14 +139,19 @@ fn not_http1(error: &(dyn std::error::Error + 'static)) -> bool {
 const MAX_ANSWER_BYTES: usize = 1 << 20;
 
 /// The answer's body, or nothing if it cannot be read whole within [`MAX_ANSWER_BYTES`].
-async fn read_answer(mut response: reqwest::Response) -> Vec<u8> {
+async fn read_answer(response: reqwest::Response) -> Vec<u8> {
+    read_capped(response, MAX_ANSWER_BYTES).await.unwrap_or_default()
+}
+
+/// An answer's body, or `None` if it cannot be read whole within `max` bytes.
+pub async fn read_capped(mut response: reqwest::Response, max: usize) -> Option<Vec<u8>> {
     let mut body = Vec::new();
     loop {
         match response.chunk().await {
-            Ok(Some(chunk)) if body.len() + chunk.len() <= MAX_ANSWER_BYTES => body.extend_from_slice(&chunk),
-            Ok(None) => return body,
+            Ok(Some(chunk)) if body.len() + chunk.len() <= max => body.extend_from_slice(&chunk),
+            Ok(None) => return Some(body),
             // Too long, or broken off: the connection is dropped with the response.
-            _ => return Vec::new(),
+            _ => return None,
         }
     }
 }

@@ -7,6 +7,7 @@ mod grpc;
 mod http;
 mod target;
 
+pub use http::read_capped;
 use std::path::PathBuf;
 
 pub use target::{
