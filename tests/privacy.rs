@@ -218,6 +218,21 @@ fn only_top_level_stats_jsonl_files_are_opened_and_only_read_only() {
         );
         check_ledger_opens(&stats, &calls);
     }
+    // `history` reads the ledger again, the same way, once the stream went out.
+    let receiver = common::receiver::Receiver::http();
+    let otlp = [
+        "--otlp-protocol",
+        receiver.protocol,
+        "--otlp-endpoint",
+        receiver.endpoint.as_str(),
+    ];
+    assert_success(&fx.run(&[&otlp[..], &["once"]].concat()));
+    let calls = traced_paths(&fx, &["history"]);
+    assert!(
+        calls.iter().any(|(p, _)| p.ends_with("2026-08-07.jsonl")),
+        "history read the ledger: {calls:?}"
+    );
+    check_ledger_opens(&stats, &calls);
 }
 
 /// Every access under the Reasonix home is an open of the stats folder, a top-level day file
