@@ -462,8 +462,9 @@ fn the_stream_record_is_on_disk_before_the_export_is_sent_and_the_log_is_not_syn
     let synced = step("fsync of the record", &|l| {
         (l.contains("fdatasync(") || l.contains("fsync(")) && l.contains(&tmp)
     });
+    // The destination in quotes: strace may cut the call (`<unfinished ...>`) before its `)`.
     let renamed = step("rename of the record", &|l| {
-        l.contains("rename") && l.contains(&format!("\"{}\")", record.display()))
+        l.contains("rename") && l.contains(&format!("\"{}\"", record.display()))
     });
     let folder = step("fsync of the state dir", &|l| {
         l.contains("fsync(") && l.contains(&format!("<{}>)", state.display()))
