@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use reasonix_exporter::ledger::decode::{Decoded, decode};
+use reasonix_exporter::ledger::decode::{Decoded, RowKind, decode};
 use reasonix_exporter::ledger::tail::split_lines;
 use serde::de::IgnoredAny;
 
@@ -25,6 +25,76 @@ pub fn decode_line(data: &[u8]) {
             "accepted a line that is not a JSON object: {text:?}"
         );
     }
+    if let Decoded::Row(row) = decode(data) {
+        let text = without_surrogates(&String::from_utf8_lossy(data));
+        if let (RowKind::Usage(counts), Some(go)) = (row.kind, go_counts(&text)) {
+            let ours = [
+                counts.prompt,
+                counts.completion,
+                counts.reasoning,
+                counts.cache_hit,
+                counts.cache_miss,
+                counts.total,
+            ];
+            assert_eq!(ours, go, "counts otherwise than Go reads them: {text:?}");
+        }
+    }
+}
+
+/// The six token counts of a line as Go's `encoding/json` reads them into Reasonix's `int`
+/// fields, an independent reading of contract §2: every key matched to its field case-insensitively
+/// (`ſ` is an `s`, the Kelvin sign a `k`, as Go folds them), the last value standing, `null`
+/// leaving the one before, `-0` being 0. `None` when the text is not an object of that shape.
+fn go_counts(text: &str) -> Option<[u64; 6]> {
+    const NAMES: [&str; 6] = [
+        "prompt",
+        "completion",
+        "reasoning",
+        "cache_hit",
+        "cache_miss",
+        "total",
+    ];
+    let pairs = ordered_pairs(text)?;
+    let mut counts = [0u64; 6];
+    for (key, value) in pairs {
+        let folded: String = key
+            .chars()
+            .map(|c| match c {
+                '\u{17F}' => 's',
+                '\u{212A}' => 'k',
+                c => c.to_ascii_lowercase(),
+            })
+            .collect();
+        let Some(at) = NAMES.iter().position(|n| *n == folded) else {
+            continue;
+        };
+        match value.get() {
+            "null" => {}
+            "-0" => counts[at] = 0,
+            digits => counts[at] = digits.parse().ok()?,
+        }
+    }
+    Some(counts)
+}
+
+/// An object's keys and values in the order written, repeats kept.
+fn ordered_pairs(text: &str) -> Option<Vec<(String, Box<serde_json::value::RawValue>)>> {
+    struct Pairs;
+    impl<'de> serde::de::Visitor<'de> for Pairs {
+        type Value = Vec<(String, Box<serde_json::value::RawValue>)>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut pairs = Vec::new();
+            while let Some(pair) = map.next_entry()? {
+                pairs.push(pair);
+            }
+            Ok(pairs)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    serde::Deserializer::deserialize_map(&mut de, Pairs).ok()
 }
 
 /// `text` with every `\uD800`–`\uDFFF` escape made `\ufffd`, paired or not: whether the text is

@@ -8,13 +8,15 @@
 //! label or a log line.
 //!
 //! The decoder follows Go's `encoding/json`, which is what Reasonix reads its own ledger with:
-//! invalid UTF-8 becomes U+FFFD byte by byte, a repeated key's last value wins, `null` is the same
-//! as an absent key.
+//! invalid UTF-8 becomes U+FFFD byte by byte, a key matches its field case-insensitively when no
+//! field has its exact name, a repeated key's last value wins but `null` leaves the one before,
+//! a value of the wrong type anywhere rejects the line, `-0` is 0.
 
 use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
 
 use super::field::Field;
 use super::go_text::{go_lossy_utf8, go_surrogates};
@@ -176,16 +178,16 @@ impl Row<'_> {
 
 #[derive(Debug, Default)]
 struct Fields<'a> {
-    ts: Field<Cow<'a, str>>,
+    ts: Field<Stamp<'a>>,
     model: Field<Cow<'a, str>>,
     source: Field<Cow<'a, str>>,
-    prompt: Field<u64>,
-    completion: Field<u64>,
-    reasoning: Field<u64>,
-    cache_hit: Field<u64>,
-    cache_miss: Field<u64>,
-    total: Field<u64>,
-    requests: Field<u64>,
+    prompt: Field<i64>,
+    completion: Field<i64>,
+    reasoning: Field<i64>,
+    cache_hit: Field<i64>,
+    cache_miss: Field<i64>,
+    total: Field<i64>,
+    requests: Field<i64>,
     turn: Field<bool>,
     quote: QuoteFields<'a>,
     compaction: bool,
@@ -195,10 +197,7 @@ impl<'a> Fields<'a> {
     fn into_row(self) -> Result<Row<'a>, Rejection> {
         let (day, at_ms) = match self.ts {
             Field::Absent => (None, None),
-            Field::Value(ts) => {
-                let day = day_of_rfc3339(&ts).ok_or(Rejection::BadTimestamp)?;
-                (Some(day), unix_ms_of_valid(&ts))
-            }
+            Field::Value(ts) => (Some(ts.day), unix_ms_of_valid(&ts.text)),
             Field::Bad => return Err(Rejection::BadTimestamp),
         };
         let label = |field: Field<Cow<'a, str>>| match field {
@@ -213,9 +212,11 @@ impl<'a> Fields<'a> {
             Field::Value(turn) => turn,
             Field::Bad => return Err(Rejection::BadTurn),
         };
-        let count = |field: Field<u64>| match field {
+        // Go takes a negative count (its field is an `int`); the contract refuses the line, by
+        // the value that stands after every repeat of the key.
+        let count = |field: Field<i64>| match field {
             Field::Absent => Ok(0),
-            Field::Value(n) => Ok(n),
+            Field::Value(n) => u64::try_from(n).map_err(|_| Rejection::BadCount),
             Field::Bad => Err(Rejection::BadCount),
         };
         let mut counts = Counts {
@@ -272,10 +273,49 @@ enum Key {
     Other,
 }
 
-/// Which key `key` is: by its length first, so that the many keys the decoder skips cost one
-/// comparison or two, not one per allow-listed key.
+/// Which field `key` fills, as Go's decoder finds it: the field of that exact name, else one whose
+/// name matches it case-insensitively (see [`folded_key`]).
 #[inline(always)]
 fn key_of(key: &str) -> Key {
+    match exact_key(key) {
+        Key::Other => folded_key(key),
+        known => known,
+    }
+}
+
+/// The longest allow-listed name, `incomplete_reason`.
+const LONGEST_KEY: usize = 17;
+
+/// A key matched case-insensitively, as Go's `encoding/json` matches a key no field has exactly:
+/// ASCII letters in either case, and the only two other letters that Go's Unicode folding makes
+/// one of the allow-listed names' letters (`ſ`, U+017F, folds to `s`; the Kelvin sign, U+212A, to
+/// `k`). Reasonix writes its keys in lower case, so this is only reached for an odd key.
+fn folded_key(key: &str) -> Key {
+    if !key.bytes().any(|b| b.is_ascii_uppercase() || !b.is_ascii()) {
+        return Key::Other;
+    }
+    let mut folded = [0u8; LONGEST_KEY];
+    let mut len = 0;
+    for c in key.chars() {
+        let lower = match c {
+            '\u{17F}' => b's',
+            '\u{212A}' => b'k',
+            c if c.is_ascii() => c.to_ascii_lowercase() as u8,
+            _ => return Key::Other,
+        };
+        if len == LONGEST_KEY {
+            return Key::Other;
+        }
+        folded[len] = lower;
+        len += 1;
+    }
+    std::str::from_utf8(&folded[..len]).map_or(Key::Other, exact_key)
+}
+
+/// The allow-listed key named exactly `key`: by its length first, so that the many keys the
+/// decoder skips cost one comparison or two, not one per allow-listed key.
+#[inline(always)]
+fn exact_key(key: &str) -> Key {
     match (key.len(), key) {
         (2, "ts") => Key::Ts,
         (4, "turn") => Key::Turn,
@@ -319,36 +359,44 @@ impl<'de> Visitor<'de> for TopLevel<'_, 'de> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let fields = self.0;
         while let Some(key) = map.next_key::<Text<'de>>()? {
-            // Last value wins for a repeated key, as in Go.
+            // A repeated key is taken as Go takes it (`Field::take`).
             match key_of(&key.0) {
-                Key::Ts => fields.ts = map.next_value::<Scalar<'de>>()?.into_text(),
-                Key::Model => fields.model = map.next_value::<Scalar<'de>>()?.into_text(),
-                Key::Source => fields.source = map.next_value::<Scalar<'de>>()?.into_text(),
-                Key::Prompt => fields.prompt = map.next_value::<Scalar<'de>>()?.into_count(),
-                Key::Completion => fields.completion = map.next_value::<Scalar<'de>>()?.into_count(),
-                Key::Reasoning => fields.reasoning = map.next_value::<Scalar<'de>>()?.into_count(),
-                Key::CacheHit => fields.cache_hit = map.next_value::<Scalar<'de>>()?.into_count(),
-                Key::CacheMiss => fields.cache_miss = map.next_value::<Scalar<'de>>()?.into_count(),
-                Key::Total => fields.total = map.next_value::<Scalar<'de>>()?.into_count(),
-                Key::Requests => fields.requests = map.next_value::<Scalar<'de>>()?.into_count(),
-                Key::Turn => fields.turn = map.next_value::<Scalar<'de>>()?.into_bool(),
-                Key::CostAmount => {
-                    fields.quote.amount = map
-                        .next_value::<Scalar<'de>>()?
+                Key::Ts => fields
+                    .ts
+                    .take(timestamp(map.next_value::<Scalar<'de>>()?.into_text())),
+                Key::Model => fields.model.take(map.next_value::<Scalar<'de>>()?.into_text()),
+                Key::Source => fields.source.take(map.next_value::<Scalar<'de>>()?.into_text()),
+                Key::Prompt => fields.prompt.take(count_of(map.next_value()?)),
+                Key::Completion => fields.completion.take(count_of(map.next_value()?)),
+                Key::Reasoning => fields.reasoning.take(count_of(map.next_value()?)),
+                Key::CacheHit => fields.cache_hit.take(count_of(map.next_value()?)),
+                Key::CacheMiss => fields.cache_miss.take(count_of(map.next_value()?)),
+                Key::Total => fields.total.take(count_of(map.next_value()?)),
+                Key::Requests => fields.requests.take(count_of(map.next_value()?)),
+                Key::Turn => fields.turn.take(map.next_value::<Scalar<'de>>()?.into_bool()),
+                Key::CostAmount => fields.quote.amount.take(
+                    map.next_value::<Scalar<'de>>()?
                         .into_text()
-                        .map(|t| Amount::parse(&t))
-                }
-                Key::CostCurrency => {
-                    fields.quote.currency = map
-                        .next_value::<Scalar<'de>>()?
+                        .map(|t| Amount::parse(&t)),
+                ),
+                Key::CostCurrency => fields.quote.currency.take(
+                    map.next_value::<Scalar<'de>>()?
                         .into_text()
-                        .map(|t| Currency::parse(&t))
-                }
-                Key::CostComplete => fields.quote.complete = map.next_value::<Scalar<'de>>()?.into_bool(),
-                Key::BillingMode => fields.quote.billing_mode = map.next_value::<Scalar<'de>>()?.into_text(),
-                Key::IncompleteReason => {
-                    fields.quote.incomplete_reason = map.next_value::<Scalar<'de>>()?.into_text()
-                }
+                        .map(|t| Currency::parse(&t)),
+                ),
+                Key::CostComplete => fields
+                    .quote
+                    .complete
+                    .take(map.next_value::<Scalar<'de>>()?.into_bool()),
+                Key::BillingMode => fields
+                    .quote
+                    .billing_mode
+                    .take(map.next_value::<Scalar<'de>>()?.into_text()),
+                Key::IncompleteReason => fields
+                    .quote
+                    .incomplete_reason
+                    .take(map.next_value::<Scalar<'de>>()?.into_text()),
+                // A pointer in Reasonix's record: `null` clears it.
                 Key::Compaction => {
                     fields.compaction = !matches!(map.next_value::<Scalar<'de>>()?, Scalar::Null)
                 }
@@ -385,6 +433,42 @@ impl<'de> Visitor<'de> for TopLevel<'_, 'de> {
     }
 }
 
+/// A count as Go reads it into an `int`: from the number's own text, so that `-0` is 0 (Go
+/// parses the digits) while `-0.0`, `1e2` or `5.0` are not integers (Go refuses them; serde_json
+/// would hand all of them over as the same floating-point value). `null` is absent; a number
+/// outside the 64-bit range or a value of another type is [`Field::Bad`].
+#[inline]
+fn count_of(raw: &RawValue) -> Field<i64> {
+    let text = raw.get();
+    match text.as_bytes() {
+        b"null" => Field::Absent,
+        [b'-' | b'0'..=b'9', rest @ ..] if rest.iter().all(u8::is_ascii_digit) => {
+            text.parse::<i64>().map_or(Field::Bad, Field::Value)
+        }
+        _ => Field::Bad,
+    }
+}
+
+/// `ts` as Go reads it into a `time.Time`: RFC 3339, or an error for the line.
+#[inline]
+fn timestamp(field: Field<Cow<'_, str>>) -> Field<Stamp<'_>> {
+    match field {
+        Field::Value(text) => match day_of_rfc3339(&text) {
+            Some(day) => Field::Value(Stamp { day, text }),
+            None => Field::Bad,
+        },
+        Field::Absent => Field::Absent,
+        Field::Bad => Field::Bad,
+    }
+}
+
+/// A valid `ts`: its calendar day, and its text for the instant.
+#[derive(Debug)]
+struct Stamp<'a> {
+    day: Day,
+    text: Cow<'a, str>,
+}
+
 /// A JSON string, borrowed from the line when it has no escapes.
 struct Text<'a>(Cow<'a, str>);
 
@@ -402,21 +486,13 @@ impl<'de> de::Deserialize<'de> for Text<'de> {
 enum Scalar<'a> {
     Null,
     Bool(bool),
-    Unsigned(u64),
-    Negative,
+    /// A number: counts are read from their text instead ([`count_of`]).
+    Number,
     Str(Cow<'a, str>),
     Other,
 }
 
 impl<'de> Scalar<'de> {
-    fn into_count(self) -> Field<u64> {
-        match self {
-            Scalar::Null => Field::Absent,
-            Scalar::Unsigned(n) if n <= i64::MAX as u64 => Field::Value(n),
-            _ => Field::Bad,
-        }
-    }
-
     fn into_bool(self) -> Field<bool> {
         match self {
             Scalar::Null => Field::Absent,
@@ -459,15 +535,14 @@ impl<'de> Visitor<'de> for ScalarVisitor {
     fn visit_bool<E>(self, b: bool) -> Result<Self::Value, E> {
         Ok(Scalar::Bool(b))
     }
-    fn visit_u64<E>(self, n: u64) -> Result<Self::Value, E> {
-        Ok(Scalar::Unsigned(n))
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(Scalar::Number)
     }
-    fn visit_i64<E>(self, n: i64) -> Result<Self::Value, E> {
-        // serde_json hands non-negative integers to visit_u64; "-0" arrives here as 0.
-        Ok(u64::try_from(n).map_or(Scalar::Negative, Scalar::Unsigned))
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(Scalar::Number)
     }
     fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(Scalar::Other)
+        Ok(Scalar::Number)
     }
     fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
         Ok(Scalar::Str(Cow::Borrowed(v)))
@@ -617,9 +692,90 @@ mod tests {
     }
 
     #[test]
-    fn repeated_key_last_value_wins() {
+    fn a_repeated_key_is_taken_as_go_takes_it() {
         assert_eq!(usage(r#"{"total":1,"total":7}"#).total, 7);
+        // `null` leaves the value before it; a wrong type anywhere is an error for the line.
+        assert_eq!(usage(r#"{"total":5,"total":null}"#).total, 5);
+        assert_eq!(row(r#"{"model":"a","model":null}"#).model.as_deref(), Some("a"));
+        assert_eq!(row(r#"{"turn":true,"turn":null}"#).kind, RowKind::Turn);
         assert_eq!(rejected(br#"{"total":1,"total":"x"}"#), Rejection::BadCount);
+        assert_eq!(rejected(br#"{"total":"x","total":5}"#), Rejection::BadCount);
+        assert_eq!(
+            rejected(br#"{"prompt":[],"prompt":3,"total":3}"#),
+            Rejection::BadCount
+        );
+        assert_eq!(rejected(br#"{"turn":1,"turn":true}"#), Rejection::BadTurn);
+        assert_eq!(rejected(br#"{"source":5,"source":"cli"}"#), Rejection::BadLabel);
+        assert_eq!(
+            rejected(br#"{"ts":"bad","ts":"2026-08-07T00:22:43Z"}"#),
+            Rejection::BadTimestamp
+        );
+        // A pointer in Reasonix's record: `null` after an object clears it.
+        assert!(matches!(
+            row(r#"{"compaction":{},"compaction":null,"total":1}"#).kind,
+            RowKind::Usage(_)
+        ));
+    }
+
+    #[test]
+    fn minus_zero_is_zero_and_other_spellings_of_zero_are_not_integers() {
+        assert_eq!(usage(r#"{"total":-0,"prompt":-0,"requests":2}"#).total, 0);
+        assert_eq!(usage(r#"{"total": -0 ,"requests":2}"#).requests, 2);
+        for bad in ["-0.0", "-0e0", "0.0", "0e0", "-1", "-9223372036854775808"] {
+            let line = format!(r#"{{"total":{bad}}}"#);
+            assert_eq!(rejected(line.as_bytes()), Rejection::BadCount, "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_key_matches_its_field_in_any_letter_case_as_in_go() {
+        let counts = usage(
+            r#"{"TOTAL":9,"Prompt":5,"cOMPLETION":4,"Reasoning":1,"CACHE_HIT":3,"Cache_Miss":2,"REQUESTS":2}"#,
+        );
+        assert_eq!(
+            counts,
+            Counts {
+                prompt: 5,
+                completion: 4,
+                reasoning: 1,
+                cache_hit: 3,
+                cache_miss: 2,
+                total: 9,
+                requests: 2,
+            }
+        );
+        let r = row(r#"{"Ts":"2026-08-07T00:22:43Z","MODEL":"m","Source":"cli","total":1}"#);
+        assert_eq!(
+            (r.model.as_deref(), r.source.as_deref()),
+            (Some("m"), Some("cli"))
+        );
+        assert_eq!(r.day.unwrap().as_str(), "2026-08-07");
+        assert_eq!(row(r#"{"Turn":true}"#).kind, RowKind::Turn);
+        assert_eq!(row(r#"{"COMPACTION":{}}"#).kind, RowKind::Compaction);
+        // Go's Unicode folding: the long s is an s; no other letter reaches these names.
+        assert_eq!(usage("{\"reque\u{17F}ts\":4,\"total\":1}").requests, 4);
+        assert_eq!(row("{\"\u{17F}OURCE\":\"cli\"}").source.as_deref(), Some("cli"));
+        assert_eq!(usage(r#"{"reque\u017fts":4,"total":1}"#).requests, 4);
+        for other in [
+            "reasonıng",
+            "REASONİNG",
+            "reasoning\u{200b}",
+            "tota",
+            "totals",
+            "to_tal",
+        ] {
+            let line = format!("{{{}:5,\"total\":1}}", serde_json::to_string(other).unwrap());
+            let counts = usage(&line);
+            assert_eq!((counts.reasoning, counts.total), (0, 1), "{line}");
+        }
+        // The later key stands, whatever its case; a wrong type in any case is an error.
+        assert_eq!(usage(r#"{"total":3,"TOTAL":5}"#).total, 5);
+        assert_eq!(usage(r#"{"TOTAL":5,"total":3}"#).total, 3);
+        assert_eq!(rejected(br#"{"Total":"5"}"#), Rejection::BadCount);
+        assert_eq!(
+            rejected(br#"{"TS":"yesterday","total":1}"#),
+            Rejection::BadTimestamp
+        );
     }
 
     #[test]

@@ -19,6 +19,16 @@ impl<T> Field<T> {
         }
     }
 
+    /// Takes a repeated key's value as Go's `encoding/json` does: `null` leaves what was there,
+    /// a later value replaces an earlier one, and a value of the wrong type anywhere spoils the
+    /// field for good (Go returns an error for the line, whatever came before or after it).
+    #[inline]
+    pub fn take(&mut self, found: Field<T>) {
+        if !matches!(self, Field::Bad) && !matches!(found, Field::Absent) {
+            *self = found;
+        }
+    }
+
     pub fn is_bad(&self) -> bool {
         matches!(self, Field::Bad)
     }

@@ -28,7 +28,8 @@ impl fmt::Debug for Day {
 /// The day of an RFC 3339 timestamp, or `None` when `ts` is not one.
 ///
 /// Accepts what Go's `time.Time` JSON decoding accepts from Reasonix:
-/// `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`, with real calendar dates and in-range fields.
+/// `YYYY-MM-DDTHH:MM:SS[(.|,)fraction](Z|±HH:MM)`, with real calendar dates and in-range fields
+/// (an offset's as Go bounds them: up to `24:60`).
 pub fn day_of_rfc3339(ts: &str) -> Option<Day> {
     let b = ts.as_bytes();
     if b.len() < 20 || !valid_date(&b[..10]) || b[10] != b'T' {
@@ -39,7 +40,8 @@ pub fn day_of_rfc3339(ts: &str) -> Option<Day> {
         return None;
     }
     let mut rest = &b[19..];
-    if let [b'.', fraction @ ..] = rest {
+    // Go takes a comma for the point too.
+    if let [b'.' | b',', fraction @ ..] = rest {
         let digits = fraction.iter().take_while(|c| c.is_ascii_digit()).count();
         if digits == 0 {
             return None;
@@ -49,7 +51,8 @@ pub fn day_of_rfc3339(ts: &str) -> Option<Day> {
     let zone_ok = match rest {
         [b'Z'] => true,
         [b'+' | b'-', ..] if rest.len() == 6 && rest[3] == b':' => {
-            matches!((two(rest, 1), two(rest, 4)), (Some(h), Some(m)) if h <= 23 && m <= 59)
+            // Go's own bounds on an offset: up to 24 hours and 60 minutes.
+            matches!((two(rest, 1), two(rest, 4)), (Some(h), Some(m)) if h <= 24 && m <= 60)
         }
         _ => false,
     };
@@ -72,7 +75,7 @@ pub(super) fn unix_ms_of_valid(ts: &str) -> Option<i64> {
     let seconds = i64::from(two(b, 11)?) * 3600 + i64::from(two(b, 14)?) * 60 + i64::from(two(b, 17)?);
     let mut rest = &b[19..];
     let mut millis = 0;
-    if let [b'.', fraction @ ..] = rest {
+    if let [b'.' | b',', fraction @ ..] = rest {
         let digits = fraction.iter().take_while(|c| c.is_ascii_digit()).count();
         millis = fraction[..digits.min(3)]
             .iter()
@@ -172,6 +175,26 @@ mod tests {
     }
 
     #[test]
+    fn accepts_what_gos_time_accepts_at_its_edges() {
+        // Go bounds an offset at 24 hours and 60 minutes, and takes a comma for the point.
+        for ts in [
+            "2026-08-07T00:00:00+24:00",
+            "2026-08-07T00:00:00-05:60",
+            "2026-08-07T00:00:00,5Z",
+        ] {
+            assert_eq!(
+                day_of_rfc3339(ts).map(|d| d.as_str().to_owned()).as_deref(),
+                Some("2026-08-07"),
+                "{ts}"
+            );
+        }
+        assert_eq!(
+            unix_ms_of_rfc3339("1970-01-01T00:00:00,25-00:60"),
+            Some(3_600_000 + 250)
+        );
+    }
+
+    #[test]
     fn rejects_what_is_not_rfc3339() {
         for ts in [
             "",
@@ -186,7 +209,9 @@ mod tests {
             "2026-04-31T00:00:00Z",
             "2026-08-07T00:00:00.Z",
             "2026-08-07T00:00:00+0800",
-            "2026-08-07T00:00:00+24:00",
+            "2026-08-07T00:00:00+25:00",
+            "2026-08-07T00:00:00-05:61",
+            "2026-08-07T00:00:00,Z",
             "2026-08-07T00:00:00z",
             "1754000000",
             "2026-08-07T00:00:00Zjunk",
