@@ -207,9 +207,16 @@ fn bad_configuration_is_one_line_never_a_panic_or_a_hang() {
     let toml = fx.root.path().join("bad.toml");
     std::fs::write(&toml, "poll_interval = \"2s\"\n\nexport_interval = 60\n").unwrap();
     let toml = toml.display().to_string();
+    // A table header nested past the parser's depth: toml says why on a second line.
+    let nested = fx.root.path().join("nested.toml");
+    std::fs::write(&nested, format!("[{}]\n", vec!["a"; 5000].join("."))).unwrap();
+    let nested = nested.display().to_string();
+    let poll = fx.root.path().join("poll.toml");
+    std::fs::write(&poll, "poll_interval = \"999us\"\n").unwrap();
+    let poll = poll.display().to_string();
     // (arguments, environment, the setting the error must name)
     type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
-    let cases: [Case; 7] = [
+    let cases: [Case; 11] = [
         (
             &["once"],
             &[("OTEL_METRIC_EXPORT_INTERVAL", "0")],
@@ -229,6 +236,15 @@ fn bad_configuration_is_one_line_never_a_panic_or_a_hang() {
         (&["--config", "/dev/zero", "once"], &[], "/dev/zero"),
         (&["--config", &fifo, "once"], &[], &fifo),
         (&["--config", &toml, "once"], &[], "line 3"),
+        (&["--config", &nested, "once"], &[], "recursion limit"),
+        // Below a millisecond a poll is a busy loop (the README's range is 1 ms to 24 h).
+        (&["run", "--poll-interval", "1ns"], &[], "--poll-interval"),
+        (
+            &["run"],
+            &[("REASONIX_EXPORTER_POLL_INTERVAL", "500us")],
+            "REASONIX_EXPORTER_POLL_INTERVAL",
+        ),
+        (&["--config", &poll, "run"], &[], "poll_interval"),
     ];
     for (args, env, names) in cases {
         let out = run_within(&fx, args, env, Duration::from_secs(10));
@@ -243,6 +259,7 @@ fn bad_configuration_is_one_line_never_a_panic_or_a_hang() {
             error.contains(names),
             "{args:?} {env:?}: the error names {names}: {error}"
         );
+        assert_eq!(stderr.lines().count(), 1, "{args:?} {env:?}: one line: {stderr}");
     }
 }
 

@@ -47,8 +47,8 @@ pub enum SettingsError {
     NotADuration { from: String, value: String },
     #[error("{from} '{value}' is not a whole number of milliseconds")]
     NotMilliseconds { from: String, value: String },
-    #[error("{from} must be longer than zero")]
-    Zero { from: String },
+    #[error("{from} {value} is shorter than the 1ms allowed (a busy loop); choose 1ms or longer")]
+    TooShort { from: String, value: String },
     #[error("{from} {value} is longer than the {max} allowed; choose a shorter one")]
     TooLong {
         from: String,

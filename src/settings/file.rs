@@ -83,10 +83,10 @@ pub fn parse_config(text: &str) -> Result<FileConfig, ConfigError> {
             ConfigError::Syntax {
                 line: before.matches('\n').count() + 1,
                 column: before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1,
-                message: e.message().to_string(),
+                message: one_line(e.message()),
             }
         }
-        None => ConfigError::Other(e.message().to_string()),
+        None => ConfigError::Other(one_line(e.message())),
     })?;
     let mut values = BTreeMap::new();
     for (key, value) in table {
@@ -101,6 +101,12 @@ pub fn parse_config(text: &str) -> Result<FileConfig, ConfigError> {
         values.insert(known, value);
     }
     Ok(FileConfig(values))
+}
+
+/// A parser's message on one line: toml writes some over two (`invalid table header` and why).
+fn one_line(message: &str) -> String {
+    let parts: Vec<&str> = message.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    parts.join(": ")
 }
 
 /// The line on which `key = …` is written (1 when it cannot be found, e.g. a quoted key).

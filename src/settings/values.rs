@@ -6,6 +6,8 @@ use super::SettingsError;
 
 /// The longest export or poll interval: a day. Longer is a typo, and would overflow timers.
 pub const MAX_INTERVAL: Duration = Duration::from_secs(24 * 60 * 60);
+/// The shortest interval or timeout: below a millisecond a poll or a retry would spin.
+pub const MIN_DURATION: Duration = Duration::from_millis(1);
 /// The longest export timeout: ten minutes, far beyond any collector's own limits.
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 
@@ -17,7 +19,8 @@ pub fn parse_on_off(value: &str) -> Option<bool> {
     }
 }
 
-/// A duration as people write it (`500ms`, `2s`, `1m`), up to [`MAX_INTERVAL`].
+/// A duration as people write it (`500ms`, `2s`, `1m`), from [`MIN_DURATION`] up to
+/// [`MAX_INTERVAL`].
 pub fn parse_duration(raw: &str, from: &str) -> Result<Duration, SettingsError> {
     let value = humantime::parse_duration(raw.trim()).map_err(|_| SettingsError::NotADuration {
         from: from.to_owned(),
@@ -36,9 +39,10 @@ pub fn parse_millis(raw: &str, from: &str, max: Duration) -> Result<Duration, Se
 }
 
 fn within(value: Duration, from: &str, max: Duration) -> Result<Duration, SettingsError> {
-    if value.is_zero() {
-        return Err(SettingsError::Zero {
+    if value < MIN_DURATION {
+        return Err(SettingsError::TooShort {
             from: from.to_owned(),
+            value: humantime::format_duration(value).to_string(),
         });
     }
     if value > max {
