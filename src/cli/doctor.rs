@@ -331,7 +331,7 @@ async fn check_collector(settings: &Settings, report: &mut Report) {
             format!(
                 "{what}: reachable, accepts exports; this store's stream is service.instance.id {}",
                 crate::export::resource::instance_of(&crate::export::resource::resource(
-                    &settings.instance,
+                    &settings.naming.beside(),
                     &otlp.resource
                 ))
             ),

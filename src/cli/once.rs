@@ -54,12 +54,9 @@ pub async fn once(settings: &Settings) -> anyhow::Result<()> {
         store.close_without_fsync()?;
         return Ok(());
     };
-    let mut exporter = OtlpExporter::new(
-        otlp.target.clone(),
-        otlp.temporality,
-        &settings.instance,
-        &otlp.resource,
-    )?;
+    let naming = &settings.naming;
+    let instance = store.identity(|| naming.fresh(), &naming.legacy);
+    let mut exporter = OtlpExporter::new(otlp.target.clone(), otlp.temporality, &instance, &otlp.resource)?;
     let report = exporter.export(&mut store, &self_stats).await.map_err(|e| {
         anyhow::anyhow!("{e}; nothing was lost: what was ingested stays committed and is exported next time")
     })?;

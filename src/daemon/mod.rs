@@ -57,7 +57,9 @@ pub async fn run(settings: &Settings) -> anyhow::Result<()> {
             stopped.notify_one();
         }
     });
-    let store = Store::open(&settings.state_dir.value, settings.reset_state)?;
+    let mut store = Store::open(&settings.state_dir.value, settings.reset_state)?;
+    let naming = &settings.naming;
+    let instance = store.identity(|| naming.fresh(), &naming.legacy);
     let (scrape_views, scrape_view_rx) = watch::channel(Arc::new(ScrapeView::default()));
     let mut serving = None;
     let mut listening = None;
@@ -74,7 +76,7 @@ pub async fn run(settings: &Settings) -> anyhow::Result<()> {
         Some(otlp) => Some(OtlpExporter::new(
             otlp.target.clone(),
             otlp.temporality,
-            &settings.instance,
+            &instance,
             &otlp.resource,
         )?),
         None => None,

@@ -5,6 +5,7 @@
 pub mod catalog;
 mod error;
 pub mod file;
+pub mod identity;
 mod otlp;
 mod values;
 
@@ -50,10 +51,9 @@ pub struct Settings {
     /// Whether `run` and `once` enter the landlock sandbox.
     pub sandbox: Setting<bool>,
     pub reset_state: bool,
-    /// The store's identity towards backends (`service.instance.id`): `user@host`, with a short
-    /// hash of the state dir when it is not the default one, so that two stores on one host never
-    /// feed one series, and a store keeps its series across restarts and rebuilds.
-    pub instance: String,
+    /// How the store is named towards backends (`service.instance.id`) until it keeps its own
+    /// identity: see [`identity`] and `Store::identity`.
+    pub naming: identity::Naming,
     /// Where each setting that was set and has no [`Setting`] here came from, by its catalog
     /// key (see [`Settings::set_from`]).
     origins: BTreeMap<&'static str, Origin>,
@@ -185,9 +185,9 @@ impl Settings {
         let watch = on_off(&sources, &WATCH)?;
         let prometheus = resolve_prometheus(&sources)?;
         let sandbox = on_off(&sources, &SANDBOX)?;
-        let instance = instance_id(&state_dir.value, default_state_dir(env).as_deref());
+        let naming = identity::Naming::new(&state_dir.value, default_state_dir(env).as_deref(), env);
         Ok(Settings {
-            instance,
+            naming,
             stats_dir,
             state_dir,
             config_file,
@@ -392,45 +392,16 @@ fn on_off(sources: &Sources<'_>, def: &'static Def) -> Result<Setting<bool>, Set
     }
 }
 
-/// `user@host`, and `/` with 8 hex digits of the state dir's hash unless it is `default`.
-fn instance_id(state_dir: &Path, default: Option<&Path>) -> String {
-    let host = gethostname::gethostname().to_string_lossy().into_owned();
-    let mut id = format!("{}@{host}", user_name());
-    if default != Some(state_dir) {
-        let hash = xxhash_rust::xxh3::xxh3_64(state_dir.as_os_str().as_encoded_bytes());
-        id.push_str(&format!("/{:08x}", hash >> 32));
-    }
-    id
-}
-
-/// The name of the user this process runs as (not `$USER`, which a service may not have).
-fn user_name() -> String {
-    #[cfg(unix)]
-    {
-        // SAFETY: getpwuid returns a pointer into static storage or null; it is read at once,
-        // before any other call could reuse that storage, and copied out.
-        unsafe {
-            let uid = libc::getuid();
-            let entry = libc::getpwuid(uid);
-            if !entry.is_null() && !(*entry).pw_name.is_null() {
-                return std::ffi::CStr::from_ptr((*entry).pw_name)
-                    .to_string_lossy()
-                    .into_owned();
-            }
-            format!("uid{uid}")
-        }
-    }
-    #[cfg(not(unix))]
-    std::env::var("USERNAME").unwrap_or_else(|_| "user".into())
-}
-
 /// `$XDG_STATE_HOME/reasonix-exporter`, else the platform's per-user state folder.
 fn default_state_dir(env: Env<'_>) -> Option<PathBuf> {
     const NAME: &str = "reasonix-exporter";
     if cfg!(windows) {
         return env("LOCALAPPDATA").map(|d| PathBuf::from(d).join(NAME));
     }
-    if let Some(state) = env("XDG_STATE_HOME").and_then(|v| clean_path(&v, env)) {
+    // The XDG spec: a relative value is invalid and is to be ignored (resolved against the
+    // working folder, two stores started from two folders would both be "the default").
+    let xdg = env("XDG_STATE_HOME").filter(|v| Path::new(v.as_os_str()).is_absolute());
+    if let Some(state) = xdg.and_then(|v| clean_path(&v, env)) {
         return Some(state.join(NAME));
     }
     let home = home_dir(env)?;
@@ -674,20 +645,16 @@ mod tests {
     }
 
     #[test]
-    fn the_instance_names_the_user_and_host_and_tells_state_dirs_apart() {
-        let default = Path::new("/home/alice/.local/state/reasonix-exporter");
-        let plain = instance_id(default, Some(default));
-        assert!(plain.contains('@') && !plain.contains('/'), "{plain}");
-        let other = instance_id(Path::new("/srv/second"), Some(default));
-        assert!(
-            other.starts_with(&format!("{plain}/")) && other.len() == plain.len() + 9,
-            "{other}"
-        );
+    fn a_relative_xdg_state_home_is_ignored_as_the_spec_says() {
+        let relative = env_of(&[("HOME", "/u"), ("XDG_STATE_HOME", "state")]);
         assert_eq!(
-            other,
-            instance_id(Path::new("/srv/second"), Some(default)),
-            "stable"
+            default_state_dir(&relative),
+            Some(PathBuf::from("/u/.local/state/reasonix-exporter"))
         );
-        assert_ne!(other, instance_id(Path::new("/srv/third"), Some(default)));
+        let absolute = env_of(&[("HOME", "/u"), ("XDG_STATE_HOME", "/x/state")]);
+        assert_eq!(
+            default_state_dir(&absolute),
+            Some(PathBuf::from("/x/state/reasonix-exporter"))
+        );
     }
 }

@@ -281,8 +281,15 @@ fn stream_record() {
     let version_4 = record.clone();
     record.served = sums();
     record.served_counts = counts();
+    let version_5 = record.clone();
+    record.instance = Some("alice@laptop/0123abcd".into());
     let bytes = golden("stream-record", &record.encode());
     assert_eq!(StreamRecord::decode(&bytes), Some(record));
+    assert_eq!(
+        StreamRecord::decode(&fixture("stream-record-version-5")),
+        Some(version_5),
+        "version 5, before the store's identity was kept"
+    );
     assert_eq!(
         StreamRecord::decode(&fixture("stream-record-version-4")),
         Some(version_4),

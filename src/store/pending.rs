@@ -78,8 +78,19 @@ impl Store {
         &self.stream
     }
 
+    /// The store's identity towards backends (`settings/identity.rs`), settled for its life:
+    /// kept in the stream record from its next write on (see [`StreamRecord::identity_or`]).
+    pub fn identity(&mut self, fresh: impl FnOnce() -> String, legacy: &str) -> String {
+        let identity = self.stream.identity_or(fresh, legacy);
+        self.stream.instance = Some(identity.clone());
+        identity
+    }
+
     /// Durably records `stream` before the export it describes is sent (see `stream`).
-    pub fn record_stream(&mut self, stream: StreamRecord) -> Result<(), StoreError> {
+    pub fn record_stream(&mut self, mut stream: StreamRecord) -> Result<(), StoreError> {
+        if stream.instance.is_none() {
+            stream.instance = self.stream.instance.clone();
+        }
         // The first OTLP export: its points' time is the first send.
         if self.stream.last_time_ns == 0 && stream.last_time_ns != 0 {
             self.note_history_frontier(stream.last_time_ns)?;

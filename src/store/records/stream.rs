@@ -32,9 +32,9 @@ use crate::store::counts::IngestCounts;
 
 const FILE: &str = "stream";
 const MAGIC: &[u8; 8] = b"rxstream";
-/// 5 adds what `/metrics` served; 4 the last publication's time; 3 the series' births; 2 marks
+/// 6 adds the store's identity; 5 what `/metrics` served; 4 the last publication's time; 3 the series' births; 2 marks
 /// the cost families too; 1 (before cost) is read as tokens only.
-const VERSION: u8 = 5;
+const VERSION: u8 = 6;
 
 /// How far ahead of the clock a record's times may be and still be the clock's own (backends
 /// refuse points dated more than 10 minutes ahead): beyond, the clock ran fast when they were
@@ -67,6 +67,11 @@ pub struct StreamRecord {
     /// scraper reads a lower value as a reset, and counts the whole history again).
     pub served: Sums,
     pub served_counts: IngestCounts,
+    /// The store's identity towards backends (`service.instance.id`), kept from the first time
+    /// the stream is recorded on: whatever spelling of the state dir reaches the store later,
+    /// and whatever the way an identity is made becomes, the backend's series stays one.
+    /// `None` in a record written before identities were kept.
+    pub instance: Option<String>,
 }
 
 impl StreamRecord {
@@ -75,6 +80,16 @@ impl StreamRecord {
         StreamRecord {
             start_ns,
             ..StreamRecord::default()
+        }
+    }
+
+    /// The identity the store goes by: the one this record keeps; for a stream that went out
+    /// before records kept one, the one it went out under (`legacy`); else `fresh`.
+    pub fn identity_or(&self, fresh: impl FnOnce() -> String, legacy: &str) -> String {
+        match &self.instance {
+            Some(kept) => kept.clone(),
+            None if self.never_sent() => fresh(),
+            None => legacy.to_owned(),
         }
     }
 
@@ -167,6 +182,7 @@ impl Record for StreamRecord {
         out.extend_from_slice(&self.published_ns.to_le_bytes());
         out.extend_from_slice(&self.served.encode());
         put_sized(&mut out, &self.served_counts.encode());
+        put_sized(&mut out, self.instance.as_deref().unwrap_or("").as_bytes());
         super::seal(out)
     }
 
@@ -198,6 +214,11 @@ impl Record for StreamRecord {
             served = Sums::read(&mut r)?;
             served_counts = IngestCounts::decode(r.sized()?)?;
         }
+        let mut instance = None;
+        if version >= 6 {
+            let text = String::from_utf8(r.sized()?.to_vec()).ok()?;
+            instance = (!text.is_empty()).then_some(text);
+        }
         r.is_empty().then_some(StreamRecord {
             start_ns,
             last_time_ns,
@@ -207,6 +228,7 @@ impl Record for StreamRecord {
             published_ns,
             served,
             served_counts,
+            instance,
         })
     }
 }
@@ -272,6 +294,7 @@ mod tests {
             .births
             .insert((Family::Unpriced, vec![1, 2, 3]), 1_764_500_070_000_000_000);
         record.published_ns = 1_764_500_080_000_000_000;
+        record.instance = Some("alice@laptop/0123abcd".into());
         record
     }
 
