@@ -7,6 +7,7 @@
 
 mod parallel;
 
+use std::io::ErrorKind;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -141,6 +142,9 @@ pub fn poll_listed(
         match read_file(store, &mut batch, &mut buf, file, stop)? {
             FileOutcome::Idle => {}
             FileOutcome::Read => report.files_read += 1,
+            // Gone between the listing and the open (renamed, deleted, a sync tool's temporary
+            // file): it has no lines to read, and nothing is wrong with the ledger.
+            FileOutcome::Failed((ErrorKind::NotFound, _)) => {}
             FileOutcome::Failed((kind, cause)) => {
                 report.files_failed += 1;
                 report.first_failure.get_or_insert(FileFailure {

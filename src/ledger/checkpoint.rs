@@ -17,6 +17,10 @@ pub struct FileStat {
     pub ino: u64,
     pub size: u64,
     pub mtime_ns: i64,
+    /// The inode's change time: a user can put a modification time back (`touch -d`), never
+    /// this one, which every write, and every such `touch`, moves. 0: not known (a checkpoint
+    /// taken before it was kept), so a same-size file is read again once.
+    pub ctime_ns: i64,
 }
 
 impl FileStat {
@@ -33,11 +37,22 @@ impl FileStat {
             .ok()
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
             .map_or(0, |d| d.as_nanos() as i64);
+        #[cfg(unix)]
+        let ctime_ns = {
+            use std::os::unix::fs::MetadataExt;
+            meta.ctime()
+                .saturating_mul(1_000_000_000)
+                .saturating_add(meta.ctime_nsec())
+        };
+        // Windows keeps no change time that std reads: the modification time stands for it.
+        #[cfg(not(unix))]
+        let ctime_ns = mtime_ns;
         FileStat {
             dev,
             ino,
             size: meta.len(),
             mtime_ns,
+            ctime_ns,
         }
     }
 
@@ -88,12 +103,11 @@ impl Checkpoint {
             return Plan::FromStart;
         }
         if now.size == cp.stat.size {
-            // Same size: untouched, or rewritten in place (which appends never do).
-            return if now.mtime_ns == cp.stat.mtime_ns {
-                Plan::Idle
-            } else {
-                Plan::FromStart
-            };
+            // Same size: untouched, or rewritten in place (which appends never do), perhaps with
+            // its modification time put back; the change time tells.
+            let untouched =
+                now.mtime_ns == cp.stat.mtime_ns && cp.stat.ctime_ns != 0 && now.ctime_ns == cp.stat.ctime_ns;
+            return if untouched { Plan::Idle } else { Plan::FromStart };
         }
         Plan::Resume { offset: cp.offset }
     }
@@ -145,8 +159,8 @@ impl Checkpoint {
             self.offset,
             self.prefix.len,
             self.prefix.hash,
+            self.stat.ctime_ns as u64,
             0, // reserved
-            0,
             0,
         ];
         let mut out = [0; Self::ENCODED_LEN];
@@ -162,6 +176,8 @@ impl Checkpoint {
                 ino: f[1],
                 size: f[2],
                 mtime_ns: f[3] as i64,
+                // 0 in a checkpoint taken before the change time was kept.
+                ctime_ns: f[7] as i64,
             },
             offset: f[4],
             prefix: Fingerprint {
@@ -206,6 +222,7 @@ mod tests {
             ino,
             size,
             mtime_ns,
+            ctime_ns: mtime_ns + 1,
         }
     }
 
@@ -236,6 +253,27 @@ mod tests {
             Checkpoint::plan(Some(&old), &stat(6, 150, 2)),
             Plan::FromStart,
             "new inode"
+        );
+        let touched_back = FileStat {
+            ctime_ns: 9,
+            ..stat(5, 100, 1)
+        };
+        assert_eq!(
+            Checkpoint::plan(Some(&old), &touched_back),
+            Plan::FromStart,
+            "same size, the modification time put back: the change time moved"
+        );
+        let before_ctime = cp(
+            FileStat {
+                ctime_ns: 0,
+                ..stat(5, 100, 1)
+            },
+            90,
+        );
+        assert_eq!(
+            Checkpoint::plan(Some(&before_ctime), &stat(5, 100, 1)),
+            Plan::FromStart,
+            "a checkpoint without a change time is not trusted at the same size"
         );
     }
 

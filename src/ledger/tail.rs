@@ -210,6 +210,7 @@ impl Tail {
         let now = FileStat::of(&self.file.metadata()?);
         let stat = FileStat {
             mtime_ns: now.mtime_ns,
+            ctime_ns: now.ctime_ns,
             ..self.stat
         };
         let prefix = match &self.skipping {

@@ -171,10 +171,22 @@ fn checkpoint() {
         ino: 1_234_567,
         size: 98_765,
         mtime_ns: 1_764_500_000_123_456_789,
+        ctime_ns: 1_764_500_000_223_456_789,
     };
     let checkpoint = Checkpoint::take(stat, 98_700, 0xdead_beef_cafe_f00d, 98_765);
     let bytes = golden("checkpoint", &checkpoint.encode());
     assert_eq!(Checkpoint::decode(&bytes), Some(checkpoint));
+    // Taken before the change time was kept: the reserved field was 0.
+    let before = Checkpoint::take(
+        FileStat { ctime_ns: 0, ..stat },
+        98_700,
+        0xdead_beef_cafe_f00d,
+        98_765,
+    );
+    assert_eq!(
+        Checkpoint::decode(&fixture("checkpoint-before-ctime")),
+        Some(before)
+    );
     let key = keys::checkpoint(&OsString::from("2026-08-07.jsonl"));
     golden("checkpoint-key", &key);
 }
