@@ -16,7 +16,9 @@ use std::time::Duration;
 use common::generator::{Generator, days};
 use common::model::Model;
 use common::receiver::Receiver;
-use common::{Fixture, assert_success, scrape_totals, the_error_line, wait_until};
+use common::{
+    Fixture, assert_peak_below, assert_success, run_measured, scrape_totals, the_error_line, wait_until,
+};
 
 /// A size-limited tmpfs mounted at a path for the life of the guard, private to its user as a
 /// state dir is (a tmpfs root is 1777 otherwise, which the exporter refuses: contract §7).
@@ -389,43 +391,6 @@ fn symlinked_stats_folder_repointed_is_followed_at_once_without_the_sandbox() {
 #[test]
 fn symlinked_stats_folder_repointed_is_followed_after_a_restart_in_the_sandbox() {
     symlinked_stats_folder_repointed("on");
-}
-
-/// Runs the binary and returns its exit status and, measured by GNU time, its peak resident
-/// memory in MiB. Without GNU time (never in CI) the run still happens, unmeasured, so that the
-/// test's other checks still run.
-///
-/// Not `wait4` on our own child: a child spawned from this (large) test process carries the
-/// test process's peak into its own across `exec`. GNU time's child starts from time's small one.
-#[cfg(target_os = "linux")]
-fn run_measured(fx: &Fixture, args: &[&str]) -> (std::process::ExitStatus, Option<f64>) {
-    if !Path::new("/usr/bin/time").exists() {
-        common::tools::skip("GNU time is not installed (apt-get install time): memory not measured");
-        let status = fx
-            .command(args)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status()
-            .unwrap();
-        return (status, None);
-    }
-    let report = fx.root.path().join("time.txt");
-    let report_arg = report.display().to_string();
-    let status = fx
-        .command_via("/usr/bin/time", &["-f", "%M", "-o", &report_arg], args)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .unwrap();
-    let kib: f64 = std::fs::read_to_string(&report).unwrap().trim().parse().unwrap();
-    (status, Some(kib / 1024.0))
-}
-
-/// Asserts a peak measured by [`run_measured`] is below `limit` MiB.
-fn assert_peak_below(peak_mib: Option<f64>, limit: f64, what: &str) {
-    if let Some(peak) = peak_mib {
-        assert!(peak < limit, "peak RSS {peak:.1} MiB {what}");
-    }
 }
 
 #[test]

@@ -123,7 +123,12 @@ fn check_labels(
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let live = runtime.block_on(check::live_series(url, metric, start_s, end_s))?;
+    let live = runtime.block_on(check::live_series(
+        url,
+        metric,
+        (start_s, end_s),
+        (&own, given, instance),
+    ))?;
     match check::verdict(&own, given, &live, instance) {
         Verdict::Match(series) => {
             tracing::info!(

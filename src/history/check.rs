@@ -5,6 +5,9 @@
 //! of the same model, provider and source carry instead, as the `--label`s to give.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::HistoryError;
 use crate::export::transport::{read_capped, redacted};
@@ -107,12 +110,13 @@ pub fn mismatch(
 }
 
 /// The live series of `metric` in the Prometheus query API at `url` between `start_s` and
-/// `end_s` (Unix seconds): each one's labels.
+/// `end_s` (Unix seconds) that the verdict on the history's series `own` (with `given` labels,
+/// this store's `instance`) can use: each one's labels (see [`parse_series`]).
 pub async fn live_series(
     url: &str,
     metric: &str,
-    start_s: u64,
-    end_s: u64,
+    (start_s, end_s): (u64, u64),
+    (own, given, instance): (&[Labels], &[(String, String)], &str),
 ) -> Result<Vec<Labels>, HistoryError> {
     let failed = |detail: String| HistoryError::Check {
         url: redacted(url),
@@ -144,18 +148,244 @@ pub async fn live_series(
             MAX_ANSWER_BYTES >> 20
         )));
     };
-    let answer: serde_json::Value = serde_json::from_slice(&body)
-        .map_err(|_| failed("its answer is not the query API's JSON".to_owned()))?;
-    let Some(data) = answer.get("data").and_then(|d| d.as_array()) else {
-        return Err(failed("its answer is not the query API's JSON".to_owned()));
+    parse_series(&body, own, given, instance)
+        .ok_or_else(|| failed("its answer is not the query API's JSON".to_owned()))
+}
+
+/// The label sets of a series API answer (`{"data":[{label: value, …}, …]}`) that [`verdict`]
+/// can use, read as they stream past: those of one of the history's series (`own`: every one of
+/// its labels, and any others), the same set kept once, and of each of its series at most
+/// [`KEPT_PER_SERIES`] that carry `instance` and as many that do not, besides the one it wants
+/// (its labels with `given`). So memory follows the history's series, not the answer's size or
+/// shape (millions of tiny objects, one huge value, a flood of look-alike series). `None` when it
+/// is not that JSON.
+pub fn parse_series(
+    body: &[u8],
+    own: &[Labels],
+    given: &[(String, String)],
+    instance: &str,
+) -> Option<Vec<Labels>> {
+    let wanted: BTreeSet<Labels> = own
+        .iter()
+        .map(|series| {
+            let mut wanted = series.clone();
+            wanted.extend(given.iter().cloned());
+            wanted
+        })
+        .collect();
+    let mut filter = Filter {
+        own,
+        wanted,
+        instance,
+        kept: BTreeSet::new(),
+        counts: vec![(0, 0); own.len()],
     };
-    let labels = data.iter().filter_map(|series| {
-        let labels = series.as_object()?.iter().filter(|(k, _)| *k != "__name__");
-        labels
-            .map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
-            .collect::<Option<Labels>>()
-    });
-    Ok(labels.collect())
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let has_data = de::Deserializer::deserialize_map(&mut de, Answer(&mut filter)).ok()?;
+    de.end().ok()?;
+    has_data.then(|| filter.kept.into_iter().collect())
+}
+
+/// Of each history series, the most other label sets kept of those with this store's instance,
+/// and of those without: [`SHOWN`] are named, a few more keep the choice stable.
+const KEPT_PER_SERIES: usize = 16;
+
+/// What [`parse_series`] keeps.
+struct Filter<'a> {
+    own: &'a [Labels],
+    wanted: BTreeSet<Labels>,
+    instance: &'a str,
+    kept: BTreeSet<Labels>,
+    /// Per series of `own`: other label sets kept with the instance, and without.
+    counts: Vec<(usize, usize)>,
+}
+
+impl Filter<'_> {
+    fn offer(&mut self, labels: Labels) {
+        if self.kept.contains(&labels) {
+            return;
+        }
+        if self.wanted.contains(&labels) {
+            self.kept.insert(labels);
+            return;
+        }
+        let with_instance = labels.values().any(|v| v == self.instance);
+        let mut keep = false;
+        for (series, counts) in self.own.iter().zip(&mut self.counts) {
+            if !series.iter().all(|(k, v)| labels.get(k) == Some(v)) {
+                continue;
+            }
+            let count = if with_instance {
+                &mut counts.0
+            } else {
+                &mut counts.1
+            };
+            if *count < KEPT_PER_SERIES {
+                *count += 1;
+                keep = true;
+            }
+        }
+        if keep {
+            self.kept.insert(labels);
+        }
+    }
+}
+
+/// The top level of an answer: `data` is read, everything else skipped; whether there was a
+/// `data` array.
+struct Answer<'f, 'a>(&'f mut Filter<'a>);
+
+impl<'de> Visitor<'de> for Answer<'_, '_> {
+    type Value = bool;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("the series API's answer")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
+        let mut has_data = false;
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if key == "data" && !has_data {
+                has_data = true;
+                map.next_value_seed(Data(&mut *self.0))?;
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(has_data)
+    }
+}
+
+/// The `data` array: each series read on its own, and offered to the filter.
+struct Data<'f, 'a>(&'f mut Filter<'a>);
+
+impl<'de> de::DeserializeSeed<'de> for Data<'_, '_> {
+    type Value = ();
+
+    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Data<'_, '_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an array of series")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(series) = seq.next_element::<Series>()? {
+            if let Some(labels) = series.0 {
+                self.0.offer(labels);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One series' labels without `__name__`; `None` when a value is not a string (its value
+/// skipped, never held).
+struct Series(Option<Labels>);
+
+impl<'de> de::Deserialize<'de> for Series {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Series, D::Error> {
+        deserializer.deserialize_any(SeriesVisitor)
+    }
+}
+
+struct SeriesVisitor;
+
+impl<'de> Visitor<'de> for SeriesVisitor {
+    type Value = Series;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a series' labels")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Series, A::Error> {
+        let mut labels = Some(Labels::new());
+        while let Some(key) = map.next_key::<String>()? {
+            let value = map.next_value::<TextOrSkipped>()?.0;
+            match (&mut labels, value) {
+                (Some(labels), Some(value)) if key != "__name__" => {
+                    labels.insert(key, value);
+                }
+                (_, Some(_)) => {}
+                (_, None) => labels = None,
+            }
+        }
+        Ok(Series(labels))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Series, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Series(None))
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Series, E> {
+        Ok(Series(None))
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Series, E> {
+        Ok(Series(None))
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Series, E> {
+        Ok(Series(None))
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Series, E> {
+        Ok(Series(None))
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Series, E> {
+        Ok(Series(None))
+    }
+    fn visit_unit<E>(self) -> Result<Series, E> {
+        Ok(Series(None))
+    }
+}
+
+/// A label's value: a string, or anything else skipped without being held.
+struct TextOrSkipped(Option<String>);
+
+impl<'de> de::Deserialize<'de> for TextOrSkipped {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<TextOrSkipped, D::Error> {
+        deserializer.deserialize_any(TextOrSkippedVisitor)
+    }
+}
+
+struct TextOrSkippedVisitor;
+
+impl<'de> Visitor<'de> for TextOrSkippedVisitor {
+    type Value = TextOrSkipped;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a label value")
+    }
+    fn visit_str<E>(self, v: &str) -> Result<TextOrSkipped, E> {
+        Ok(TextOrSkipped(Some(v.to_owned())))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TextOrSkipped, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(TextOrSkipped(None))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<TextOrSkipped, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(TextOrSkipped(None))
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<TextOrSkipped, E> {
+        Ok(TextOrSkipped(None))
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<TextOrSkipped, E> {
+        Ok(TextOrSkipped(None))
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<TextOrSkipped, E> {
+        Ok(TextOrSkipped(None))
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<TextOrSkipped, E> {
+        Ok(TextOrSkipped(None))
+    }
+    fn visit_unit<E>(self) -> Result<TextOrSkipped, E> {
+        Ok(TextOrSkipped(None))
+    }
 }
 
 #[cfg(test)]
@@ -167,6 +397,67 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn an_answer_is_read_into_the_series_the_verdict_uses_and_no_more() {
+        let own = [labels(&[
+            ("model_ref", "m"),
+            ("provider", "p"),
+            ("source", "cli"),
+        ])];
+        let given = [("job".to_owned(), "rx".to_owned())];
+        let body = br#"{"status":"success","data":[
+            {"__name__":"reasonix_tokens_total","model_ref":"m","provider":"p","source":"cli","job":"rx"},
+            {"model_ref":"m","provider":"p","source":"cli","instance":"alice"},
+            {"model_ref":"other","provider":"p","source":"cli"},
+            {"model_ref":"m","provider":"p","source":"cli","odd":[1,{"a":2}]},
+            {},[],"x",3
+        ],"warnings":["w"]}"#;
+        let live = parse_series(body, &own, &given, "alice").unwrap();
+        assert_eq!(
+            live,
+            [
+                labels(&[
+                    ("instance", "alice"),
+                    ("model_ref", "m"),
+                    ("provider", "p"),
+                    ("source", "cli")
+                ]),
+                labels(&[
+                    ("job", "rx"),
+                    ("model_ref", "m"),
+                    ("provider", "p"),
+                    ("source", "cli")
+                ]),
+            ]
+        );
+        assert_eq!(parse_series(b"[]", &own, &given, "alice"), None);
+        assert_eq!(
+            parse_series(br#"{"status":"error"}"#, &own, &given, "alice"),
+            None
+        );
+        assert_eq!(parse_series(br#"{"data":[{}]"#, &own, &given, "alice"), None);
+    }
+
+    #[test]
+    fn a_flood_of_look_alike_series_keeps_a_few_of_each_kind() {
+        let own = [labels(&[("model_ref", "m")])];
+        let mut body = String::from(r#"{"data":["#);
+        for i in 0..10_000 {
+            body.push_str(&format!(
+                r#"{{"model_ref":"m","x":"{i}"}},{{"model_ref":"m","instance":"me","x":"{i}"}},"#
+            ));
+        }
+        body.push_str(r#"{"model_ref":"m","job":"rx"}]}"#);
+        let given = [("job".to_owned(), "rx".to_owned())];
+        let live = parse_series(body.as_bytes(), &own, &given, "me").unwrap();
+        assert_eq!(
+            live.len(),
+            2 * KEPT_PER_SERIES + 1,
+            "the wanted one is never crowded out"
+        );
+        assert!(matches!(verdict(&own, &given, &live, "me"), Verdict::Match(1)));
     }
 
     #[test]

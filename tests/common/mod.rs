@@ -456,3 +456,42 @@ pub fn scrape_totals(port: u16) -> Option<std::collections::BTreeMap<model::Seri
     }
     Some(out)
 }
+
+/// Runs the binary and returns its exit status and, measured by GNU time, its peak resident
+/// memory in MiB. Without GNU time (never in CI) the run still happens, unmeasured, so that the
+/// test's other checks still run.
+///
+/// Not `wait4` on our own child: a child spawned from this (large) test process carries the
+/// test process's peak into its own across `exec`. GNU time's child starts from time's small one.
+#[cfg(target_os = "linux")]
+pub fn run_measured(fx: &Fixture, args: &[&str]) -> (std::process::ExitStatus, Option<f64>) {
+    if !Path::new("/usr/bin/time").exists() {
+        tools::skip("GNU time is not installed (apt-get install time): memory not measured");
+        let status = fx
+            .command(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        return (status, None);
+    }
+    let report = fx.root.path().join("time.txt");
+    let report_arg = report.display().to_string();
+    let status = fx
+        .command_via("/usr/bin/time", &["-f", "%M", "-o", &report_arg], args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    // GNU time says "Command exited with non-zero status N" first when it did.
+    let report = std::fs::read_to_string(&report).unwrap();
+    let kib: f64 = report.lines().last().unwrap_or("").trim().parse().unwrap();
+    (status, Some(kib / 1024.0))
+}
+
+/// Asserts a peak measured by [`run_measured`] is below `limit` MiB.
+pub fn assert_peak_below(peak_mib: Option<f64>, limit: f64, what: &str) {
+    if let Some(peak) = peak_mib {
+        assert!(peak < limit, "peak RSS {peak:.1} MiB {what}");
+    }
+}
