@@ -757,6 +757,46 @@ fn rule_files_pass_promtool_and_their_unit_tests() {
     }
 }
 
+/// Budgets files at the edges of what `rules` accepts: Prometheus' longest duration, the
+/// shortest interval, compound durations, warnings 0.01 % apart, names in other scripts.
+const EDGE_BUDGETS: [&str; 3] = [
+    "interval = \"1s\"\nfor = \"292y\"\nwarn_at = [0.5, 0.5001, 0.9999]\nbudget = [{ spend = \"1 CNY\", per = \"day\", team = \"équipe 東京\" }]\n",
+    "interval = \"1m59s999ms\"\nfor = \"1y2w3d4h5m6s7ms\"\nbudget = [{ spend = \"0.000000001 USD\", per = \"month\", name = \"Zoë: budget, ok\" }]\n",
+    "time_zone = \"Asia/Kathmandu\"\nfor = \"0s\"\nbudget = [{ spend = \"5 EUR\", per = \"day\", warn_at = [0.25, 0.75] }, { spend = \"5 EUR\", per = \"month\", user = \"bob\" }]\n",
+];
+
+#[test]
+#[ignore = "needs promtool (.ci/run); run with --include-ignored"]
+fn whatever_rules_accepts_promtool_accepts_with_its_lints_fatal() {
+    if !installed("promtool") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for (i, budgets) in EDGE_BUDGETS.iter().enumerate() {
+        let path = dir.path().join(format!("budgets-{i}.toml"));
+        std::fs::write(&path, budgets).unwrap();
+        let out = Command::new(BIN).arg("rules").arg(&path).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{budgets}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let rules = dir.path().join(format!("budgets-{i}.rules.yml"));
+        std::fs::write(&rules, &out.stdout).unwrap();
+        let check = Command::new("promtool")
+            .args(["check", "rules", "--lint=all", "--lint-fatal"])
+            .arg(&rules)
+            .output()
+            .unwrap();
+        assert!(
+            check.status.success(),
+            "{budgets}: promtool refuses what rules made:\n{}{}",
+            String::from_utf8_lossy(&check.stdout),
+            String::from_utf8_lossy(&check.stderr)
+        );
+    }
+}
+
 #[test]
 #[ignore = "needs amtool (.ci/run installs prometheus-alertmanager); run with --include-ignored"]
 fn alertmanager_example_passes_amtool() {

@@ -159,7 +159,7 @@ fn mode_text(mode: &str) -> String {
 }
 
 /// `0.8` → `80`, `0.125` → `12.5`.
-fn percent(fraction: f64) -> String {
+pub(super) fn percent(fraction: f64) -> String {
     let text = format!("{:.2}", fraction * 100.0);
     text.trim_end_matches('0').trim_end_matches('.').to_string()
 }

@@ -114,6 +114,11 @@ pub fn parse(text: &str) -> Result<Budgets, String> {
     let zone = Zone::parse(file.time_zone.as_deref().unwrap_or("UTC"))?;
     let warn_at = fractions(file.warn_at.as_deref().unwrap_or(&WARN_AT), "warn_at")?;
     let (interval, seconds) = duration(file.interval.as_deref().unwrap_or(INTERVAL), "interval")?;
+    if seconds == 0 {
+        return Err(format!(
+            "interval = `{interval}`: at least \"1s\" (the rules are evaluated in whole seconds)"
+        ));
+    }
     if seconds > 120 {
         return Err(format!(
             "interval = `{interval}`: at most \"2m\" (the rules carry each value a few evaluations)"
@@ -121,11 +126,11 @@ pub fn parse(text: &str) -> Result<Budgets, String> {
     }
     let (pending, _) = duration(file.pending.as_deref().unwrap_or(PENDING), "for")?;
     let runbook = file.runbook.unwrap_or_else(|| RUNBOOK.into());
-    if runbook
-        .chars()
-        .any(|c| c.is_control() || matches!(c, '#' | '{' | '}'))
-    {
-        return Err("runbook: a URL without control characters, braces or a `#…` part".into());
+    if runbook.chars().any(|c| hidden(c) || matches!(c, '#' | '{' | '}')) {
+        return Err(
+            "runbook: a URL without control, invisible or bidirectional characters, braces or a `#…` part"
+                .into(),
+        );
     }
     let mut budgets = Vec::new();
     for (i, entry) in file.budget.into_iter().enumerate() {
@@ -218,19 +223,20 @@ fn spend(text: &str) -> Result<(String, String), String> {
     Ok((amount.to_string(), currency.to_string()))
 }
 
+/// A character a label value may not hold, as the exporter's own labels may not (contract §2):
+/// a control character, or one that shows as nothing or reorders text on screen.
+fn hidden(c: char) -> bool {
+    c.is_control() || crate::shown::is_invisible(c) || crate::shown::is_bidi_control(c)
+}
+
 /// A label value a budget matches or carries: at most 256 bytes as the exporter's own labels,
 /// nothing a reader cannot see, and none of the characters that quote or template in the rules
 /// made of it (so that the value means itself in PromQL, YAML and the alerts' templates alike).
 fn label_value(key: &str, value: String) -> Result<String, String> {
     let quoting = |c: char| matches!(c, '"' | '\\' | '\'' | '`' | '{' | '}');
-    if value.is_empty()
-        || value.len() > 256
-        || value
-            .chars()
-            .any(|c| c.is_control() || crate::shown::is_invisible(c) || quoting(c))
-    {
+    if value.is_empty() || value.len() > 256 || value.chars().any(|c| hidden(c) || quoting(c)) {
         return Err(format!(
-            "{key}: 1 to 256 bytes without control characters, quotes, backslashes or braces"
+            "{key}: 1 to 256 bytes without control, invisible or bidirectional characters, quotes, backslashes or braces"
         ));
     }
     Ok(value)
@@ -246,41 +252,72 @@ fn fractions(list: &[f64], key: &str) -> Result<Vec<f64>, String> {
     }
     out.sort_by(f64::total_cmp);
     out.dedup();
+    // Each warning alert is labelled with its percentage: two that print alike would be two
+    // rules Prometheus takes for one (promtool's duplicate-rule check).
+    for pair in out.windows(2) {
+        let (a, b) = (super::alerts::percent(pair[0]), super::alerts::percent(pair[1]));
+        if a == b {
+            return Err(format!(
+                "{key}: {} and {} are both {a} %; give fractions at least 0.0001 apart",
+                pair[0], pair[1]
+            ));
+        }
+    }
     Ok(out)
 }
 
-/// A Prometheus duration such as `30s`, `1m` or `1h30m`, above zero (but for `for`), and its
-/// length in seconds (a part in milliseconds counts as none).
+/// A Prometheus duration such as `30s`, `1m` or `1h30m`, as Prometheus reads one: each unit at
+/// most once, from years down to milliseconds, the whole within Go's 292 years; above zero (but
+/// for `for`). With its length in whole seconds (a part in milliseconds counts as none).
 fn duration(text: &str, key: &str) -> Result<(String, u64), String> {
     const UNITS: [(&str, u64); 7] = [
-        ("ms", 0),
-        ("s", 1),
-        ("m", 60),
-        ("h", 3600),
-        ("d", 86_400),
-        ("w", 604_800),
-        ("y", 31_536_000),
+        ("y", 31_536_000_000),
+        ("w", 604_800_000),
+        ("d", 86_400_000),
+        ("h", 3_600_000),
+        ("ms", 1),
+        ("m", 60_000),
+        ("s", 1_000),
     ];
+    /// The units in the order Prometheus takes them.
+    const ORDER: [&str; 7] = ["y", "w", "d", "h", "m", "s", "ms"];
+    let wrong = || {
+        format!(
+            "{key} = `{text}`: a duration such as \"30s\", \"1m\" or \"1h30m\" (each unit once, largest first)"
+        )
+    };
     let mut rest = text;
-    let (mut any, mut seconds) = (false, 0u64);
+    let (mut any, mut millis, mut next_unit) = (false, 0u128, 0);
     while !rest.is_empty() {
         let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
         let unit = UNITS.into_iter().find(|(u, _)| rest[digits..].starts_with(u));
         let (Some((unit, scale)), true) = (unit, digits > 0) else {
-            return Err(format!(
-                "{key} = `{text}`: a duration such as \"30s\", \"1m\" or \"1h30m\""
-            ));
+            return Err(wrong());
         };
+        let at = ORDER
+            .iter()
+            .position(|u| *u == unit)
+            .expect("every unit is ordered");
+        if at < next_unit {
+            return Err(wrong());
+        }
+        next_unit = at + 1;
         any |= rest[..digits].bytes().any(|b| b != b'0');
-        let n: u64 = rest[..digits].parse().unwrap_or(u64::MAX);
-        seconds = seconds.saturating_add(n.saturating_mul(scale));
+        let n: u128 = rest[..digits].parse().unwrap_or(u128::MAX);
+        millis = millis.saturating_add(n.saturating_mul(u128::from(scale)));
         rest = &rest[digits + unit.len()..];
+    }
+    // Go's time.Duration: nanoseconds in an i64.
+    if millis.saturating_mul(1_000_000) > i64::MAX as u128 {
+        return Err(format!(
+            "{key} = `{text}`: out of range (Prometheus takes at most 292 years)"
+        ));
     }
     if !any && key != "for" {
         return Err(format!("{key} = `{text}`: a duration above zero, e.g. \"1m\""));
     }
     let text = if text.is_empty() { "0s".into() } else { text.into() };
-    Ok((text, seconds))
+    Ok((text, (millis / 1000) as u64))
 }
 
 /// A TOML error's first line with its place (toml's own message spans several lines).
@@ -303,6 +340,20 @@ mod tests {
         assert_eq!(budget.billing_mode, "payg");
         assert_eq!(budget.warn_at, vec![0.8]);
         assert_eq!((b.interval.as_str(), b.pending.as_str()), ("1m", "5m"));
+    }
+
+    #[test]
+    fn durations_are_read_as_prometheus_reads_them() {
+        for (text, seconds) in [
+            ("1h30m", 5400),
+            ("1y2w3d4h5m6s7ms", 33_019_506),
+            ("292y", 9_208_512_000),
+            ("90s", 90),
+            ("1s500ms", 1),
+        ] {
+            assert_eq!(duration(text, "for"), Ok((text.to_owned(), seconds)), "{text}");
+        }
+        assert_eq!(duration("0s", "for"), Ok(("0s".to_owned(), 0)));
     }
 
     #[test]
@@ -352,6 +403,29 @@ mod tests {
             ),
             ("interval = \"0s\"", "interval = `0s`: a duration above zero"),
             ("interval = \"fast\"", "interval = `fast`: a duration such as"),
+            // Prometheus' grammar: each unit once, largest first, within 292 years.
+            ("interval = \"30s30s\"", "interval = `30s30s`: a duration such as"),
+            ("interval = \"1m1h\"", "interval = `1m1h`: a duration such as"),
+            ("for = \"5m1d\"", "for = `5m1d`: a duration such as"),
+            ("for = \"300y\"", "for = `300y`: out of range"),
+            ("for = \"293y\"", "for = `293y`: out of range"),
+            ("interval = \"1ms\"", "interval = `1ms`: at least \"1s\""),
+            (
+                "warn_at = [0.8, 0.80001]\nbudget = []",
+                "warn_at: 0.8 and 0.80001 are both 80 %",
+            ),
+            (
+                "budget = [{ spend = \"5 CNY\", per = \"day\", team = \"pay\\u202Ements\" }]",
+                "team: 1 to 256 bytes without control, invisible or bidirectional",
+            ),
+            (
+                "budget = [{ spend = \"5 CNY\", per = \"day\", user = \"bo\\u200Bb\" }]",
+                "user: 1 to 256 bytes",
+            ),
+            (
+                "budget = [{ spend = \"5 CNY\", per = \"day\", name = \"x\\u2066y\" }]",
+                "name: 1 to 256 bytes",
+            ),
             (
                 "budget = [{ spend = \"5 CNY\", per = \"day\" }, { spend = \"5 CNY\", per = \"day\" }]",
                 "budget 2 (`5 CNY`): a second budget named `everyone 5 CNY a day`",
