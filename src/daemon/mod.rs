@@ -58,6 +58,8 @@ pub async fn run(settings: &Settings) -> anyhow::Result<()> {
         }
     });
     let mut store = Store::open(&settings.state_dir.value, settings.reset_state)?;
+    // Opening a store of many files' checkpoints allocates and frees far more than it keeps.
+    ingest::release_freed_memory();
     let naming = &settings.naming;
     let instance = store.identity(|| naming.fresh(), &naming.legacy);
     let (scrape_views, scrape_view_rx) = watch::channel(Arc::new(ScrapeView::default()));

@@ -15,6 +15,7 @@ use std::time::Instant;
 use crate::ledger::decode::Decoded;
 use crate::ledger::discover::{LedgerFile, ledger_files};
 use crate::ledger::tail;
+use crate::ledger::timestamp::unix_ms_of_rfc3339;
 use crate::series::Part;
 use crate::store::counts::IngestCounts;
 use crate::store::seen::LineHash;
@@ -57,9 +58,40 @@ pub struct PollReport {
     pub recent: Vec<LedgerFile>,
 }
 
-/// How far back a file's last write makes it one a quick poll reads (Reasonix appends to
-/// today's file, and yesterday's until a few seconds past midnight).
+/// How near now a day file's date, or its last write, makes it one a quick poll reads (Reasonix
+/// appends to today's file, and yesterday's until a few seconds past midnight, in its own zone).
 const RECENT_NS: i64 = 2 * 24 * 3600 * 1_000_000_000;
+
+/// Besides the files named for a recent day, how many of those written last a quick poll reads.
+const RECENT_BY_WRITE: usize = 8;
+
+/// The files a quick poll reads again (see `daemon/stats_dir.rs`): those named for a day within
+/// two of now, and the [`RECENT_BY_WRITE`] written last within that time (a sync tool's edit of
+/// an older one in place). A handful, whatever the number of day files: thousands of them
+/// written at once (a restored backup, a synced folder) would otherwise each be `stat`ed every
+/// poll. Any other is read by the next full poll.
+fn recent_of(files: Vec<LedgerFile>, now_ns: i64) -> Vec<LedgerFile> {
+    let since = now_ns.saturating_sub(RECENT_NS);
+    let named_recent = |file: &LedgerFile| {
+        let name = file.name.as_encoded_bytes();
+        let day = name.get(..10).and_then(|d| std::str::from_utf8(d).ok());
+        let midnight_ms = day.and_then(|d| unix_ms_of_rfc3339(&format!("{d}T00:00:00Z")));
+        midnight_ms.is_some_and(|ms| {
+            ms.saturating_mul(1_000_000)
+                .saturating_sub(now_ns)
+                .saturating_abs()
+                <= RECENT_NS
+        })
+    };
+    let (mut recent, others): (Vec<LedgerFile>, Vec<LedgerFile>) = files.into_iter().partition(named_recent);
+    let mut written: Vec<LedgerFile> = others.into_iter().filter(|f| f.stat.mtime_ns >= since).collect();
+    if written.len() > RECENT_BY_WRITE {
+        written.select_nth_unstable_by_key(RECENT_BY_WRITE, |f| std::cmp::Reverse(f.stat.mtime_ns));
+        written.truncate(RECENT_BY_WRITE);
+    }
+    recent.extend(written);
+    recent
+}
 
 /// Reads everything new under `stats_dir` into `store`.
 pub fn poll(store: &mut Store, stats_dir: &Path) -> Result<PollReport, IngestError> {
@@ -164,10 +196,7 @@ pub fn poll_listed(
     let now_ns = finished
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as i64);
-    report.recent = files
-        .into_iter()
-        .filter(|file| file.stat.mtime_ns >= now_ns.saturating_sub(RECENT_NS))
-        .collect();
+    report.recent = recent_of(files, now_ns);
     Ok(report)
 }
 

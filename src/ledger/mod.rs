@@ -6,6 +6,7 @@ pub mod discover;
 mod field;
 mod go_text;
 pub mod iso4217;
+mod key;
 pub mod quote;
 pub mod tail;
 pub mod timestamp;
