@@ -65,16 +65,21 @@ const RECENT_NS: i64 = 2 * 24 * 3600 * 1_000_000_000;
 /// Besides the files named for a recent day, how many of those written last a quick poll reads.
 const RECENT_BY_WRITE: usize = 8;
 
-/// The files a quick poll reads again (see `daemon/stats_dir.rs`): those named for a day within
-/// two of now, and the [`RECENT_BY_WRITE`] written last within that time (a sync tool's edit of
-/// an older one in place). A handful, whatever the number of day files: thousands of them
-/// written at once (a restored backup, a synced folder) would otherwise each be `stat`ed every
-/// poll. Any other is read by the next full poll.
+/// The files a quick poll reads again (see `daemon/stats_dir.rs`): the day files Reasonix may be
+/// appending to, `YYYY-MM-DD.jsonl` for a day within two of now (its own file for today, and
+/// yesterday's just past midnight, in its local time), and the [`RECENT_BY_WRITE`] others written
+/// last within that time (a sync tool's edit of an older one, or of a copy, in place). A handful,
+/// whatever the number of day files: thousands of them written at once (a restored backup, a
+/// synced folder's conflict copies) would otherwise each be `stat`ed every poll. Any other is
+/// read by the next full poll.
 fn recent_of(files: Vec<LedgerFile>, now_ns: i64) -> Vec<LedgerFile> {
     let since = now_ns.saturating_sub(RECENT_NS);
     let named_recent = |file: &LedgerFile| {
         let name = file.name.as_encoded_bytes();
-        let day = name.get(..10).and_then(|d| std::str::from_utf8(d).ok());
+        let day = name
+            .strip_suffix(b".jsonl")
+            .filter(|day| day.len() == 10)
+            .and_then(|day| std::str::from_utf8(day).ok());
         let midnight_ms = day.and_then(|d| unix_ms_of_rfc3339(&format!("{d}T00:00:00Z")));
         midnight_ms.is_some_and(|ms| {
             ms.saturating_mul(1_000_000)
@@ -304,4 +309,60 @@ fn count_line(
         Decoded::Blank => {}
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ledger::checkpoint::FileStat;
+
+    fn file(name: &str, mtime_ns: i64) -> LedgerFile {
+        LedgerFile {
+            name: name.into(),
+            path: name.into(),
+            stat: FileStat {
+                dev: 1,
+                ino: 1,
+                size: 1,
+                mtime_ns,
+                ctime_ns: mtime_ns,
+            },
+        }
+    }
+
+    #[test]
+    fn a_quick_poll_reads_a_handful_of_files_whatever_the_folder_holds() {
+        const DAY_NS: i64 = 86_400 * 1_000_000_000;
+        // 2026-12-04T12:00:00Z.
+        let now = 1_796_385_600 * 1_000_000_000;
+        let mut files = vec![
+            file("2026-12-04.jsonl", now),
+            file("2026-12-03.jsonl", now - DAY_NS),
+            file("2026-12-06.jsonl", now - 3 * DAY_NS),
+            file("2026-11-20.jsonl", now - 14 * DAY_NS),
+            file("2026-11-30.jsonl", now - 4 * DAY_NS),
+        ];
+        // Thousands of conflict copies of today's file, restored at once.
+        files.extend((0..5_000).map(|i| file(&format!("2026-12-04 ({i}).jsonl"), now - i)));
+        let recent = recent_of(files, now);
+        let names: Vec<String> = recent
+            .iter()
+            .map(|f| f.name.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(recent.len(), 3 + RECENT_BY_WRITE, "{names:?}");
+        for name in [
+            "2026-12-04.jsonl",
+            "2026-12-03.jsonl",
+            "2026-12-06.jsonl",
+            "2026-12-04 (0).jsonl",
+            "2026-12-04 (7).jsonl",
+        ] {
+            assert!(names.iter().any(|n| n == name), "{name} in {names:?}");
+        }
+        assert!(
+            !names
+                .iter()
+                .any(|n| n == "2026-11-20.jsonl" || n == "2026-11-30.jsonl")
+        );
+    }
 }
