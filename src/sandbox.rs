@@ -15,8 +15,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 static ENFORCED: AtomicBool = AtomicBool::new(false);
 
 /// Why there is no sandbox where landlock is missing, for the log and for `doctor`.
+#[cfg(target_os = "linux")]
 pub const UNAVAILABLE: &str =
     "landlock is not available here (an older kernel, or a container that filters it)";
+/// Why there is no sandbox: landlock is Linux's.
+#[cfg(not(target_os = "linux"))]
+pub const UNAVAILABLE: &str = "landlock is a Linux kernel feature, not available on this system";
 
 /// The kernel's landlock ABI version, or `None` where there is none (or a seccomp filter hides
 /// it). For `doctor`: entering the sandbox asks the same question through the landlock crate.
@@ -101,6 +105,7 @@ pub fn enter(on: bool, stats_dir: &Path, state_dir: &Path) -> Result<Outcome, Sa
 }
 
 /// System paths the process may read: none holds user data. Missing ones are skipped.
+#[cfg(target_os = "linux")]
 fn system_reads() -> Vec<PathBuf> {
     let mut paths: Vec<PathBuf> = [
         // Name resolution (getaddrinfo).

@@ -7,6 +7,8 @@
 //! Some need root (a tmpfs mount, running the daemon as `nobody`) or libfaketime; CI has both
 //! (`.ci/run`), elsewhere those tests say what is missing and skip.
 
+#![cfg(unix)]
+
 mod common;
 
 use std::path::{Path, PathBuf};
@@ -16,9 +18,9 @@ use std::time::Duration;
 use common::generator::{Generator, days};
 use common::model::Model;
 use common::receiver::Receiver;
-use common::{
-    Fixture, assert_peak_below, assert_success, run_measured, scrape_totals, the_error_line, wait_until,
-};
+use common::{Fixture, assert_success, scrape_totals, the_error_line, wait_until};
+#[cfg(target_os = "linux")]
+use common::{assert_peak_below, run_measured};
 
 /// A size-limited tmpfs mounted at a path for the life of the guard, private to its user as a
 /// state dir is (a tmpfs root is 1777 otherwise, which the exporter refuses: contract §7).

@@ -2,6 +2,8 @@
 //! operator does to a machine running the exporter. Each test names the fault; each ends with a
 //! clear message or none needed, nothing counted twice, nothing leaked.
 
+#![cfg(unix)]
+
 mod common;
 
 use std::process::{Command, Output, Stdio};

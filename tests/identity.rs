@@ -2,6 +2,8 @@
 //! the store, not a spelling of its path, and is kept with the store once sent; two stores never
 //! share one, whatever `HOME`, `XDG_STATE_HOME` or the working folder.
 
+#![cfg(unix)]
+
 mod common;
 
 use std::collections::BTreeSet;

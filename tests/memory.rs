@@ -1,6 +1,8 @@
 //! Memory stays bounded whatever arrives (contract §7): what a backend answers `history --check`,
 //! and the number of day files a ledger holds.
 
+#![cfg(target_os = "linux")]
+
 mod common;
 
 use std::io::{Read, Write};

@@ -1,6 +1,8 @@
 //! Contract §1: strictly observational and private. A canary planted in unknown fields and in a
 //! session transcript appears nowhere outside the ledger; nothing in the ledger changes.
 
+#![cfg(unix)]
+
 mod common;
 
 use std::collections::BTreeMap;
@@ -238,6 +240,7 @@ fn only_top_level_stats_jsonl_files_are_opened_and_only_read_only() {
 /// Every access under the Reasonix home is an open of the stats folder, a top-level day file
 /// or Reasonix's `config.toml` (where Reasonix Studio may have moved the state root), read-only
 /// and without touching the access time of a day file.
+#[cfg(target_os = "linux")]
 fn check_ledger_opens(stats: &str, calls: &[(String, String)]) {
     let config = reasonix_config_of(stats);
     for (path, call) in calls {

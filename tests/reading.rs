@@ -1,6 +1,8 @@
 //! Reading positions (contract §5) against what people and tools do to day files: a rewrite
 //! that puts the modification time back, a file gone between the listing and the open.
 
+#![cfg(unix)]
+
 mod common;
 
 use std::sync::atomic::AtomicBool;

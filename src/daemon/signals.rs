@@ -1,6 +1,4 @@
-//! The signals that stop `run`.
-
-use anyhow::Context;
+//! The signals that stop `run`: SIGINT, SIGTERM and SIGHUP; on Windows, Ctrl-C (and Ctrl-Break).
 
 /// SIGINT, SIGTERM and SIGHUP, registered when installed (not when first awaited). SIGHUP is a
 /// stop like the others: a daemon that lost its terminal, or a reload by habit, still exports
@@ -18,6 +16,7 @@ impl StopSignals {
     pub(super) fn install() -> anyhow::Result<StopSignals> {
         #[cfg(unix)]
         {
+            use anyhow::Context;
             use tokio::signal::unix::{SignalKind, signal};
             Ok(StopSignals {
                 term: signal(SignalKind::terminate()).context("cannot handle SIGTERM")?,

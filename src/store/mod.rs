@@ -24,6 +24,7 @@ mod formats;
 pub mod lock;
 mod partitions;
 mod pending;
+mod private_dir;
 mod records;
 mod recovery;
 mod reopen;
@@ -101,36 +102,6 @@ impl StoreError {
     }
 }
 
-/// The state dir is trusted as far as it is its user's own: one that others can write (a
-/// planted file or link could take the place of any record) is made private again when it is
-/// ours, with a note, and refused otherwise.
-fn private_state_dir(state_dir: &Path) -> Result<(), StoreError> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::{MetadataExt, PermissionsExt};
-        let meta = std::fs::metadata(state_dir).map_err(|e| StoreError::io(state_dir, e))?;
-        if meta.mode() & 0o022 == 0 {
-            return Ok(());
-        }
-        // A shared folder (sticky, like /tmp) is never changed: it is not the exporter's.
-        // SAFETY: geteuid has no preconditions.
-        if meta.uid() != unsafe { libc::geteuid() } || meta.mode() & 0o1000 != 0 {
-            return Err(StoreError::NotPrivate {
-                path: state_dir.to_path_buf(),
-            });
-        }
-        std::fs::set_permissions(state_dir, std::fs::Permissions::from_mode(0o700))
-            .map_err(|e| StoreError::io(state_dir, e))?;
-        tracing::warn!(
-            event = "state_dir.made_private",
-            "state dir {} could be written by other users (mode {:o}); made private (0700)",
-            state_dir.display(),
-            meta.mode() & 0o777
-        );
-    }
-    Ok(())
-}
-
 /// The open store. One per state dir per machine, enforced by [`StateLock`].
 pub struct Store {
     db: Engine,
@@ -179,7 +150,7 @@ impl Store {
             });
         }
         std::fs::create_dir_all(state_dir).map_err(|e| StoreError::io(state_dir, e))?;
-        private_state_dir(state_dir)?;
+        private_dir::private_state_dir(state_dir)?;
         // The store's folder is the engine's to open, which follows links: none is taken.
         let store_dir = state_dir.join("store");
         if std::fs::symlink_metadata(&store_dir).is_ok_and(|m| m.file_type().is_symlink()) {

@@ -490,6 +490,7 @@ pub fn run_measured(fx: &Fixture, args: &[&str]) -> (std::process::ExitStatus, O
 }
 
 /// Asserts a peak measured by [`run_measured`] is below `limit` MiB.
+#[cfg(target_os = "linux")]
 pub fn assert_peak_below(peak_mib: Option<f64>, limit: f64, what: &str) {
     if let Some(peak) = peak_mib {
         assert!(peak < limit, "peak RSS {peak:.1} MiB {what}");
