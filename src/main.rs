@@ -29,7 +29,10 @@ fn main() -> ExitCode {
 
 /// One line on stderr: the error and its causes, outermost first (a closed stderr is no panic).
 fn fail(err: &anyhow::Error) -> ExitCode {
-    let _ = writeln!(std::io::stderr(), "reasonix-exporter: {err:#}");
+    // One line whatever it quotes (a key from a config file, a value from the environment):
+    // a control character is shown escaped, never acted on by the terminal.
+    let said = reasonix_exporter::shown::one_line(&format!("{err:#}"), 8192);
+    let _ = writeln!(std::io::stderr(), "reasonix-exporter: {said}");
     ExitCode::FAILURE
 }
 

@@ -142,7 +142,7 @@ fn generated_lines(n: usize) -> Vec<Vec<u8>> {
         "turn",
         "compaction",
     ];
-    const VALUES: [&str; 18] = [
+    const VALUES: [&str; 21] = [
         "5",
         "0",
         "-0",
@@ -161,6 +161,9 @@ fn generated_lines(n: usize) -> Vec<Vec<u8>> {
         "\"2026-08-07\"",
         "{}",
         "[1]",
+        "\"2026-08-07T1:02:03Z\"",
+        "\"2026-08-07T00:22:43\\u005a\"",
+        "{\"mode\":[1]}",
     ];
     let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut next = move |n: usize| {
@@ -211,12 +214,20 @@ fn every_line_is_read_as_gos_encoding_json_reads_it() {
         "{\"reque\u{17F}ts\":2,\"total\":1}",
         r#"{"ts":"2026-08-07T00:22:43Z","Ts":"bad","total":1}"#,
         r#"{"compaction":{},"compaction":null,"total":2}"#,
+        r#"{"compaction":5,"turn":true}"#,
+        r#"{"compaction":"x","total":1}"#,
+        r#"{"ts":"2026-08-07T00:22:43\u005a","total":1}"#,
+        r#"{"ts":"2026-08-07T1:02:03+08:00","total":1}"#,
         r#"{"ts":"2026-08-07T00:22:43.571662+08:00","model":"deepseek/deepseek-v4-flash","source":"desktop","prompt":7517,"completion":260,"reasoning":120,"cache_hit":7424,"cache_miss":93,"total":7777,"requests":1}"#,
     ]
     .iter()
     .map(|l| l.as_bytes().to_vec())
     .collect();
     lines.extend(generated_lines(20_000));
+    // Nesting in a field nobody reads: Go takes up to 10,000 levels.
+    for depth in [100, 127, 128, 129, 500, 9_999, 10_000, 10_001, 20_000] {
+        lines.push(format!(r#"{{"total":5,"x":{}{}}}"#, "[".repeat(depth), "]".repeat(depth)).into_bytes());
+    }
     let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/decode_line");
     for entry in std::fs::read_dir(&corpus).unwrap() {
         let bytes = std::fs::read(entry.unwrap().path()).unwrap();

@@ -216,9 +216,13 @@ fn bad_configuration_is_one_line_never_a_panic_or_a_hang() {
     let poll = fx.root.path().join("poll.toml");
     std::fs::write(&poll, "poll_interval = \"999us\"\n").unwrap();
     let poll = poll.display().to_string();
+    // A key that quotes a new line and an escape sequence: shown escaped, on the one line.
+    let quoted = fx.root.path().join("quoted.toml");
+    std::fs::write(&quoted, "\"a\\nb\\u001b[2J\" = \"x\"\n").unwrap();
+    let quoted = quoted.display().to_string();
     // (arguments, environment, the setting the error must name)
     type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
-    let cases: [Case; 11] = [
+    let cases: [Case; 13] = [
         (
             &["once"],
             &[("OTEL_METRIC_EXPORT_INTERVAL", "0")],
@@ -247,6 +251,12 @@ fn bad_configuration_is_one_line_never_a_panic_or_a_hang() {
             "REASONIX_EXPORTER_POLL_INTERVAL",
         ),
         (&["--config", &poll, "run"], &[], "poll_interval"),
+        (&["--config", &quoted, "once"], &[], "unknown key"),
+        (
+            &["run"],
+            &[("REASONIX_EXPORTER_POLL_INTERVAL", "1s\nforged line\u{1b}[2J")],
+            "REASONIX_EXPORTER_POLL_INTERVAL",
+        ),
     ];
     for (args, env, names) in cases {
         let out = run_within(&fx, args, env, Duration::from_secs(10));
@@ -262,6 +272,7 @@ fn bad_configuration_is_one_line_never_a_panic_or_a_hang() {
             "{args:?} {env:?}: the error names {names}: {error}"
         );
         assert_eq!(stderr.lines().count(), 1, "{args:?} {env:?}: one line: {stderr}");
+        assert!(!stderr.contains('\u{1b}'), "{args:?} {env:?}: an escape reached the terminal");
     }
 }
 

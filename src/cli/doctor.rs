@@ -331,7 +331,10 @@ async fn check_collector(settings: &Settings, report: &mut Report) {
             format!(
                 "{what}: reachable, accepts exports; this store's stream is service.instance.id {}",
                 crate::export::resource::instance_of(&crate::export::resource::resource(
-                    &settings.naming.beside(),
+                    &settings
+                        .naming
+                        .beside()
+                        .unwrap_or_else(|e| format!("unknown ({e})")),
                     &otlp.resource
                 ))
             ),

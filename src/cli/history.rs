@@ -44,7 +44,7 @@ pub fn history(
                 "--check is for the text formats: over OTLP the history carries the live stream's own resource, so its series are the live ones; leave --check out"
             );
         }
-        check_labels(url, &frontier, &labels, &settings.naming.beside())?;
+        check_labels(url, &frontier, &labels, &settings.naming.beside()?)?;
     }
     let interval_ms = settings.export_interval.value.as_millis() as u64;
     // A first send dated ahead of the clock (one that ran fast) ends the history now: the stream
@@ -157,7 +157,7 @@ fn otlp_sink(settings: &Settings) -> anyhow::Result<OtlpSink> {
             "history --format otlp writes cumulative points, and the stream is delta (its first export carried the whole history as one increment): the history would be counted twice; load it with --format openmetrics or victoriametrics into the backend that keeps the converted series"
         );
     }
-    let resource = crate::export::resource::resource(&settings.naming.beside(), &otlp.resource);
+    let resource = crate::export::resource::resource(&settings.naming.beside()?, &otlp.resource);
     // The resource comes from this run's settings and environment: said, so that a run without
     // the service's environment (its team and user) is seen before it makes second series.
     let attributes: Vec<String> = (resource.attributes.iter())

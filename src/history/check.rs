@@ -285,8 +285,12 @@ impl<'de> Visitor<'de> for Data<'_, '_> {
 }
 
 /// One series' labels without `__name__`; `None` when a value is not a string (its value
-/// skipped, never held).
+/// skipped, never held), or when it has more than [`MAX_LABELS`] (the rest skipped as read).
 struct Series(Option<Labels>);
+
+/// The most labels a series of a backend carries that is read: Prometheus' own default limit
+/// per series is far below; a series past it is no live series of this history.
+const MAX_LABELS: usize = 128;
 
 impl<'de> de::Deserialize<'de> for Series {
     fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Series, D::Error> {
@@ -308,8 +312,9 @@ impl<'de> Visitor<'de> for SeriesVisitor {
         while let Some(key) = map.next_key::<String>()? {
             let value = map.next_value::<TextOrSkipped>()?.0;
             match (&mut labels, value) {
-                (Some(labels), Some(value)) if key != "__name__" => {
-                    labels.insert(key, value);
+                (Some(held), Some(_)) if held.len() == MAX_LABELS => labels = None,
+                (Some(held), Some(value)) if key != "__name__" => {
+                    held.insert(key, value);
                 }
                 (_, Some(_)) => {}
                 (_, None) => labels = None,
@@ -438,6 +443,18 @@ mod tests {
             None
         );
         assert_eq!(parse_series(br#"{"data":[{}]"#, &own, &given, "alice"), None);
+    }
+
+    #[test]
+    fn a_series_of_a_million_labels_is_skipped_as_it_is_read() {
+        let own = [labels(&[("model_ref", "m")])];
+        let many: Vec<String> = (0..100_000).map(|i| format!(r#""l{i}":"""#)).collect();
+        let body = format!(
+            r#"{{"data":[{{"model_ref":"m",{}}},{{"model_ref":"m","job":"rx"}}]}}"#,
+            many.join(",")
+        );
+        let live = parse_series(body.as_bytes(), &own, &[], "me").unwrap();
+        assert_eq!(live, [labels(&[("job", "rx"), ("model_ref", "m")])]);
     }
 
     #[test]

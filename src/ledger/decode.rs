@@ -22,7 +22,7 @@ use super::field::Field;
 use super::go_text::{go_lossy_utf8, go_surrogates};
 use super::key::{Key, key_of};
 use super::quote::{Amount, Currency, Quote, QuoteFields};
-use super::timestamp::{Day, day_of_rfc3339, unix_ms_of_valid};
+use super::timestamp::{Day, day_and_unix_ms};
 
 /// The token and request counts a usage row carries; absent counts are zero.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -79,10 +79,12 @@ pub enum Rejection {
     BadTurn,
     /// Longer than `tail::MAX_LINE` (64 MiB): rejected without being held.
     TooLong,
+    /// `compaction` present but neither an object nor `null`.
+    BadCompaction,
 }
 
 impl Rejection {
-    pub const ALL: [Rejection; 7] = [
+    pub const ALL: [Rejection; 8] = [
         Rejection::InvalidJson,
         Rejection::NotObject,
         Rejection::BadCount,
@@ -90,6 +92,7 @@ impl Rejection {
         Rejection::BadLabel,
         Rejection::BadTurn,
         Rejection::TooLong,
+        Rejection::BadCompaction,
     ];
 
     /// The value of the `reason` attribute on the rejected-lines self-metric.
@@ -102,6 +105,7 @@ impl Rejection {
             Rejection::BadLabel => "bad_label",
             Rejection::BadTurn => "bad_turn",
             Rejection::TooLong => "too_long",
+            Rejection::BadCompaction => "bad_compaction",
         }
     }
 }
@@ -120,6 +124,9 @@ pub fn decode(line: &[u8]) -> Decoded<'_> {
     if line.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r')) {
         return Decoded::Blank;
     }
+    if line.len() > 2 * GO_MAX_DEPTH && nested_deeper_than(line, GO_MAX_DEPTH) {
+        return Decoded::Rejected(Rejection::InvalidJson);
+    }
     // One UTF-8 check of the whole line, then a parse that trusts it. (Letting serde_json check
     // string by string instead measured 5x the cost: every key is a separate small check.)
     let text = go_lossy_utf8(line);
@@ -135,6 +142,39 @@ pub fn decode(line: &[u8]) -> Decoded<'_> {
         },
         decoded => decoded,
     }
+}
+
+/// Go's decoder refuses a value nested deeper than this (serde_json, skipping a value, has no
+/// limit).
+const GO_MAX_DEPTH: usize = 10_000;
+
+/// Whether arrays and objects in `line` nest deeper than `limit`, strings skipped. Only a line
+/// of more than `2 * limit` bytes can.
+fn nested_deeper_than(line: &[u8], limit: usize) -> bool {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for &b in line {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > limit {
+                    return true;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
 }
 
 /// Decodes a repaired text: the row would borrow from it, and such lines are rare, so their
@@ -179,7 +219,7 @@ impl Row<'_> {
 
 #[derive(Debug, Default)]
 struct Fields<'a> {
-    ts: Field<Stamp<'a>>,
+    ts: Field<Stamp>,
     model: Field<Cow<'a, str>>,
     source: Field<Cow<'a, str>>,
     prompt: Field<i64>,
@@ -191,14 +231,14 @@ struct Fields<'a> {
     requests: Field<i64>,
     turn: Field<bool>,
     quote: QuoteFields<'a>,
-    compaction: bool,
+    compaction: Field<()>,
 }
 
 impl<'a> Fields<'a> {
     fn into_row(self) -> Result<Row<'a>, Rejection> {
         let (day, at_ms) = match self.ts {
             Field::Absent => (None, None),
-            Field::Value(ts) => (Some(ts.day), unix_ms_of_valid(&ts.text)),
+            Field::Value(ts) => (Some(ts.day), Some(ts.at_ms)),
             Field::Bad => return Err(Rejection::BadTimestamp),
         };
         let label = |field: Field<Cow<'a, str>>| match field {
@@ -233,9 +273,12 @@ impl<'a> Fields<'a> {
         if counts.requests == 0 && counts.total > 0 {
             counts.requests = 1;
         }
+        if self.compaction.is_bad() {
+            return Err(Rejection::BadCompaction);
+        }
         let kind = if turn {
             RowKind::Turn
-        } else if self.compaction {
+        } else if self.compaction.value().is_some() {
             RowKind::Compaction
         } else {
             RowKind::Usage(counts)
@@ -310,9 +353,17 @@ impl<'de> Visitor<'de> for TopLevel<'_, 'de> {
                     .quote
                     .incomplete_reason
                     .take(map.next_value::<Scalar<'de>>()?.into_text()),
-                // A pointer in Reasonix's record: `null` clears it.
+                // A pointer to a struct in Reasonix's record: `null` clears it, an object sets it,
+                // anything else is an error for the line.
                 Key::Compaction => {
-                    fields.compaction = !matches!(map.next_value::<Scalar<'de>>()?, Scalar::Null)
+                    let found = match map.next_value::<Scalar<'de>>()? {
+                        Scalar::Null => Field::Absent,
+                        Scalar::Object => Field::Value(()),
+                        _ => Field::Bad,
+                    };
+                    if !fields.compaction.is_bad() {
+                        fields.compaction = found;
+                    }
                 }
                 Key::Other => {
                     map.next_value::<IgnoredAny>()?;
@@ -363,24 +414,25 @@ fn count_of(raw: &RawValue) -> Field<i64> {
     }
 }
 
-/// `ts` as Go reads it into a `time.Time`: RFC 3339, or an error for the line.
+/// `ts` as Go reads it into a `time.Time`: RFC 3339, or an error for the line. Go parses the
+/// string's raw bytes without unescaping them, so a `ts` written with an escape is no time.
 #[inline]
-fn timestamp(field: Field<Cow<'_, str>>) -> Field<Stamp<'_>> {
+fn timestamp(field: Field<Cow<'_, str>>) -> Field<Stamp> {
     match field {
-        Field::Value(text) => match day_of_rfc3339(&text) {
-            Some(day) => Field::Value(Stamp { day, text }),
+        Field::Value(Cow::Borrowed(text)) => match day_and_unix_ms(text) {
+            Some((day, at_ms)) => Field::Value(Stamp { day, at_ms }),
             None => Field::Bad,
         },
+        Field::Value(Cow::Owned(_)) | Field::Bad => Field::Bad,
         Field::Absent => Field::Absent,
-        Field::Bad => Field::Bad,
     }
 }
 
-/// A valid `ts`: its calendar day, and its text for the instant.
+/// A valid `ts`: its calendar day, and its instant (Unix ms).
 #[derive(Debug)]
-struct Stamp<'a> {
+struct Stamp {
     day: Day,
-    text: Cow<'a, str>,
+    at_ms: i64,
 }
 
 /// A JSON string, borrowed from the line when it has no escapes.
@@ -403,6 +455,9 @@ enum Scalar<'a> {
     /// A number: counts are read from their text instead ([`count_of`]).
     Number,
     Str(Cow<'a, str>),
+    /// An object.
+    Object,
+    /// An array.
     Other,
 }
 
@@ -470,7 +525,7 @@ impl<'de> Visitor<'de> for ScalarVisitor {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(Scalar::Other)
+        Ok(Scalar::Object)
     }
 }
 

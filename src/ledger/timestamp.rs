@@ -28,55 +28,69 @@ impl fmt::Debug for Day {
 /// The day of an RFC 3339 timestamp, or `None` when `ts` is not one.
 ///
 /// Accepts what Go's `time.Time` JSON decoding accepts from Reasonix:
-/// `YYYY-MM-DDTHH:MM:SS[(.|,)fraction](Z|±HH:MM)`, with real calendar dates and in-range fields
-/// (an offset's as Go bounds them: up to `24:60`).
+/// `YYYY-MM-DDTHH:MM:SS[(.|,)fraction](Z|±HH:MM)`, with real calendar dates and in-range fields,
+/// and Go's own leniencies: an hour of one digit, an offset up to `24:60`.
 pub fn day_of_rfc3339(ts: &str) -> Option<Day> {
-    let b = ts.as_bytes();
-    if b.len() < 20 || !valid_date(&b[..10]) || b[10] != b'T' {
-        return None;
-    }
-    let (hour, minute, second) = (two(b, 11)?, two(b, 14)?, two(b, 17)?);
-    if b[13] != b':' || b[16] != b':' || hour > 23 || minute > 59 || second > 59 {
-        return None;
-    }
-    let mut rest = &b[19..];
-    // Go takes a comma for the point too.
-    if let [b'.' | b',', fraction @ ..] = rest {
-        let digits = fraction.iter().take_while(|c| c.is_ascii_digit()).count();
-        if digits == 0 {
-            return None;
-        }
-        rest = &fraction[digits..];
-    }
-    let zone_ok = match rest {
-        [b'Z'] => true,
-        [b'+' | b'-', ..] if rest.len() == 6 && rest[3] == b':' => {
-            // Go's own bounds on an offset: up to 24 hours and 60 minutes.
-            matches!((two(rest, 1), two(rest, 4)), (Some(h), Some(m)) if h <= 24 && m <= 60)
-        }
-        _ => false,
-    };
-    zone_ok.then(|| Day(b[..10].try_into().expect("ten bytes")))
+    parse(ts.as_bytes()).map(|parts| parts.day)
 }
 
 /// The instant of a timestamp [`day_of_rfc3339`] accepted, in Unix milliseconds (the fraction
 /// cut, not rounded: a line is placed in the millisecond it was written in); `None` for any
 /// other text.
 pub fn unix_ms_of_rfc3339(ts: &str) -> Option<i64> {
-    day_of_rfc3339(ts)?;
     unix_ms_of_valid(ts)
 }
 
-/// [`unix_ms_of_rfc3339`] of a `ts` already accepted by [`day_of_rfc3339`].
-pub(super) fn unix_ms_of_valid(ts: &str) -> Option<i64> {
-    let b = ts.as_bytes();
+/// [`day_of_rfc3339`] and [`unix_ms_of_rfc3339`] of `ts` in one reading.
+pub(super) fn day_and_unix_ms(ts: &str) -> Option<(Day, i64)> {
+    let p = parse(ts.as_bytes())?;
+    Some((p.day, unix_ms_of(&p)?))
+}
+
+fn unix_ms_of_valid(ts: &str) -> Option<i64> {
+    unix_ms_of(&parse(ts.as_bytes())?)
+}
+
+fn unix_ms_of(p: &Parts) -> Option<i64> {
+    let b = p.day.as_bytes();
     let year = i64::from(two(b, 0)?) * 100 + i64::from(two(b, 2)?);
     let (month, day) = (i64::from(two(b, 5)?), i64::from(two(b, 8)?));
-    let seconds = i64::from(two(b, 11)?) * 3600 + i64::from(two(b, 14)?) * 60 + i64::from(two(b, 17)?);
-    let mut rest = &b[19..];
+    let local = days_from_civil(year, month, day) * 86_400 + p.seconds_of_day;
+    Some((local - p.offset_seconds) * 1000 + p.millis)
+}
+
+/// A timestamp's parts, as Go's `time.Parse` reads RFC 3339.
+struct Parts {
+    day: Day,
+    seconds_of_day: i64,
+    millis: i64,
+    /// East of UTC.
+    offset_seconds: i64,
+}
+
+fn parse(b: &[u8]) -> Option<Parts> {
+    if b.len() < 19 || !valid_date(&b[..10]) || b[10] != b'T' {
+        return None;
+    }
+    // Go reads the hour of its layout ("15") with one digit or two.
+    let hour_digits = if b[12] == b':' { 1 } else { 2 };
+    let hour = match hour_digits {
+        1 => b[11].is_ascii_digit().then(|| b[11] - b'0')?,
+        _ => two(b, 11)?,
+    };
+    let at = 11 + hour_digits;
+    let (minute, second) = (two(b, at + 1)?, two(b, at + 4)?);
+    if b[at] != b':' || b.get(at + 3) != Some(&b':') || hour > 23 || minute > 59 || second > 59 {
+        return None;
+    }
+    let mut rest = &b[at + 6..];
     let mut millis = 0;
+    // Go takes a comma for the point too.
     if let [b'.' | b',', fraction @ ..] = rest {
         let digits = fraction.iter().take_while(|c| c.is_ascii_digit()).count();
+        if digits == 0 {
+            return None;
+        }
         millis = fraction[..digits.min(3)]
             .iter()
             .chain(std::iter::repeat(&b'0'))
@@ -84,15 +98,26 @@ pub(super) fn unix_ms_of_valid(ts: &str) -> Option<i64> {
             .fold(0, |n, c| n * 10 + i64::from(c - b'0'));
         rest = &fraction[digits..];
     }
-    let offset = match rest {
-        [sign @ (b'+' | b'-'), ..] => {
-            let east = i64::from(two(rest, 1)?) * 3600 + i64::from(two(rest, 4)?) * 60;
-            if *sign == b'+' { east } else { -east }
+    let offset_seconds = match rest {
+        [b'Z'] => 0,
+        // Go's own bounds on an offset: up to 24 hours and 60 minutes.
+        [sign @ (b'+' | b'-'), ..] if rest.len() == 6 && rest[3] == b':' => {
+            match (two(rest, 1), two(rest, 4)) {
+                (Some(h), Some(m)) if h <= 24 && m <= 60 => {
+                    let east = i64::from(h) * 3600 + i64::from(m) * 60;
+                    if *sign == b'+' { east } else { -east }
+                }
+                _ => return None,
+            }
         }
-        _ => 0,
+        _ => return None,
     };
-    let local = days_from_civil(year, month, day) * 86_400 + seconds;
-    Some((local - offset) * 1000 + millis)
+    Some(Parts {
+        day: Day(b[..10].try_into().expect("ten bytes")),
+        seconds_of_day: i64::from(hour) * 3600 + i64::from(minute) * 60 + i64::from(second),
+        millis,
+        offset_seconds,
+    })
 }
 
 /// Days from 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's `days_from_civil`).
@@ -172,6 +197,26 @@ mod tests {
             assert_eq!(unix_ms_of_rfc3339(ts), Some(ms), "{ts}");
         }
         assert_eq!(unix_ms_of_rfc3339("2026-02-29T00:00:00Z"), None);
+    }
+
+    #[test]
+    fn an_hour_of_one_digit_is_read_as_go_reads_it() {
+        assert_eq!(
+            day_of_rfc3339("2026-08-07T1:02:03Z")
+                .map(|d| d.as_str().to_owned())
+                .as_deref(),
+            Some("2026-08-07")
+        );
+        assert_eq!(unix_ms_of_rfc3339("1970-01-01T1:00:00.5Z"), Some(3_600_500));
+        for ts in [
+            "2026-08-07T01:2:03Z",
+            "2026-08-07T01:02:3Z",
+            "2026-8-07T01:02:03Z",
+            "2026-08-07T:02:03Z",
+            "2026-08-07T1:02:03",
+        ] {
+            assert!(day_of_rfc3339(ts).is_none(), "{ts}");
+        }
     }
 
     #[test]

@@ -11,10 +11,10 @@
 //! from `HOME` or `XDG_STATE_HOME`, which two stores can share); any other folder adds 8 hex
 //! digits of its resolved path's hash. Two stores are two folders, so never one identity.
 
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use crate::paths::Env;
-use crate::store::stream;
+use crate::store::{StoreError, stream};
 
 /// How the store under a state dir is named, before the store keeps its own identity.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,7 +49,7 @@ impl Naming {
     /// The identity of a store that has not kept one: made from the folder the state dir
     /// resolves to (which must exist: the store is open).
     pub fn fresh(&self) -> String {
-        let resolved = std::fs::canonicalize(&self.state_dir).unwrap_or_else(|_| self.state_dir.clone());
+        let resolved = resolved(&self.state_dir);
         let default = self
             .account_default
             .as_deref()
@@ -64,13 +64,37 @@ impl Naming {
 
 impl Naming {
     /// The identity of the store under the state dir, read beside it (`history`, `doctor`: the
-    /// store need not be open, and nothing is written).
-    pub fn beside(&self) -> String {
-        match stream::read(&stream::path_in(&self.state_dir)) {
-            Ok(Some(record)) => record.identity_or(|| self.fresh(), &self.legacy),
-            _ => self.fresh(),
-        }
+    /// store need not be open, and nothing is written). A stream record that cannot be read is
+    /// an error, never a fresh identity the backend does not know.
+    pub fn beside(&self) -> Result<String, StoreError> {
+        Ok(match stream::read(&stream::path_in(&self.state_dir))? {
+            Some(record) => record.identity_or(|| self.fresh(), &self.legacy),
+            None => self.fresh(),
+        })
     }
+}
+
+/// `dir` as the file system resolves it, for a folder that may not exist yet: its longest part
+/// that exists resolved (symlinks followed), the rest added as written (`.` and `..` applied).
+fn resolved(dir: &Path) -> PathBuf {
+    let absolute = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let parts: Vec<Component<'_>> = absolute.components().collect();
+    for existing in (1..=parts.len()).rev() {
+        let Ok(mut real) = std::fs::canonicalize(parts[..existing].iter().collect::<PathBuf>()) else {
+            continue;
+        };
+        for part in &parts[existing..] {
+            match part {
+                Component::ParentDir => {
+                    real.pop();
+                }
+                Component::CurDir => {}
+                other => real.push(other),
+            }
+        }
+        return real;
+    }
+    absolute
 }
 
 /// `user@host/` and 8 hex digits of the hash of `dir`'s bytes.
@@ -175,6 +199,11 @@ mod tests {
         let other = root.path().join("other");
         std::fs::create_dir(&other).unwrap();
         assert_ne!(naming(&other, None).fresh(), one);
+        // Before the folder exists (`doctor` before the first run): the identity it will have.
+        let later = root.path().join("later");
+        let before = naming(&root.path().join("./later/x/.."), None).fresh();
+        std::fs::create_dir(&later).unwrap();
+        assert_eq!(before, naming(&later, None).fresh());
     }
 
     #[test]

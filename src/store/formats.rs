@@ -212,6 +212,13 @@ fn ingest_counts() {
     let counts = counts();
     let bytes = golden("ingest-counts", &counts.encode());
     assert_eq!(IngestCounts::decode(&bytes), Some(counts));
+    // Written before `bad_compaction`: it starts at 0.
+    let mut before = counts;
+    *before.rejected.last_mut().unwrap() = 0;
+    assert_eq!(
+        IngestCounts::decode(&fixture("ingest-counts-before-bad-compaction")),
+        Some(before)
+    );
 }
 
 #[test]
@@ -293,7 +300,9 @@ fn stream_record() {
     let version_4 = record.clone();
     record.served = sums();
     record.served_counts = counts();
-    let version_5 = record.clone();
+    let mut version_5 = record.clone();
+    // Its counts were written before `bad_compaction`.
+    *version_5.served_counts.rejected.last_mut().unwrap() = 0;
     record.instance = Some("alice@laptop/0123abcd".into());
     let bytes = golden("stream-record", &record.encode());
     assert_eq!(StreamRecord::decode(&bytes), Some(record));

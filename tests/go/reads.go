@@ -1,7 +1,6 @@
 // How Reasonix reads a ledger line: Go's encoding/json into a record of the allow-listed fields,
-// typed as in Reasonix's own record. The quote's fields and `compaction` are kept raw: the
-// contract takes a quote of the wrong type as `bad_cost` (§8), and a compaction row counts
-// nothing either way. tests/go_reads.rs feeds it lines (hex, one a line) and compares.
+// typed as in Reasonix's own record (`compaction` a pointer to a struct). The quote's fields are
+// kept raw: the contract takes a quote of the wrong type as `bad_cost` (§8). tests/go_reads.rs feeds it lines (hex, one a line) and compares.
 package main
 
 import (
@@ -30,8 +29,11 @@ type record struct {
 	CostComplete     json.RawMessage `json:"cost_complete,omitempty"`
 	BillingMode      json.RawMessage `json:"billing_mode,omitempty"`
 	IncompleteReason json.RawMessage `json:"incomplete_reason,omitempty"`
-	Compaction       json.RawMessage `json:"compaction,omitempty"`
+	Compaction       *compaction     `json:"compaction,omitempty"`
 }
+
+// Its fields are diagnostics the exporter never reads: any object is one.
+type compaction struct{}
 
 type verdict struct {
 	Error      bool    `json:"error"`
@@ -59,7 +61,7 @@ func main() {
 		} else {
 			v.Counts = []int64{r.Prompt, r.Completion, r.Reasoning, r.CacheHit, r.CacheMiss, r.Total, r.Requests}
 			v.Turn = r.Turn
-			v.Compaction = len(r.Compaction) > 0 && string(r.Compaction) != "null"
+			v.Compaction = r.Compaction != nil
 			v.Model, v.Source = r.Model, r.Source
 		}
 		b, _ := json.Marshal(v)
