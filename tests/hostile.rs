@@ -272,7 +272,10 @@ fn bad_configuration_is_one_line_never_a_panic_or_a_hang() {
             "{args:?} {env:?}: the error names {names}: {error}"
         );
         assert_eq!(stderr.lines().count(), 1, "{args:?} {env:?}: one line: {stderr}");
-        assert!(!stderr.contains('\u{1b}'), "{args:?} {env:?}: an escape reached the terminal");
+        assert!(
+            !stderr.contains('\u{1b}'),
+            "{args:?} {env:?}: an escape reached the terminal"
+        );
     }
 }
 

@@ -232,7 +232,8 @@ fn read_file(
     stop: &AtomicBool,
 ) -> Result<FileOutcome, StoreError> {
     let stat = file.stat;
-    let mut tail = match tail::open(&file.path, &stat, store.checkpoint(&file.name)) {
+    let checkpoint = store.checkpoint(&file.name)?;
+    let mut tail = match tail::open(&file.path, &stat, checkpoint.as_ref()) {
         Ok(Some(tail)) => tail,
         Ok(None) => return Ok(FileOutcome::Idle),
         Err(e) => return Ok(FileOutcome::Failed((e.kind(), e.to_string()))),

@@ -108,7 +108,6 @@ pub struct Store {
     created: SystemTime,
     lifetime: Sums,
     delivered: Sums,
-    checkpoints: HashMap<OsString, Checkpoint>,
     /// What the cost pass of an upgraded store has still to read (see `store/upgrade/cost_pass.rs`).
     cost_pass: BTreeMap<OsString, upgrade::cost_pass::PassFile>,
     counts: IngestCounts,
@@ -190,7 +189,6 @@ impl Store {
             created: SystemTime::now(),
             lifetime: Sums::default(),
             delivered: Sums::default(),
-            checkpoints: HashMap::new(),
             cost_pass: BTreeMap::new(),
             counts: IngestCounts::default(),
             pending: None,
@@ -285,7 +283,6 @@ impl Store {
             );
         }
         self.lifetime.overwrite_with(lifetime);
-        self.checkpoints.extend(batch.checkpoints);
         if let Some(cost_pass) = cost_pass {
             self.cost_pass = cost_pass;
         }
@@ -380,8 +377,24 @@ impl Store {
         self.lifetime.tokens.len()
     }
 
-    pub fn checkpoint(&self, file: &OsString) -> Option<&Checkpoint> {
-        self.checkpoints.get(file)
+    /// Where reading `file` stopped, read from the store when asked: tens of thousands of day
+    /// files' checkpoints held in memory were most of an idle daemon's resident size, and sled's
+    /// cache keeps the ones a poll asks for often.
+    pub fn checkpoint(&self, file: &OsString) -> Result<Option<Checkpoint>, StoreError> {
+        match self.get(&keys::checkpoint(file))? {
+            None => Ok(None),
+            Some(bytes) => Checkpoint::decode(&bytes)
+                .map(Some)
+                .ok_or_else(|| StoreError::Corrupt {
+                    path: self.path().to_path_buf(),
+                    detail: "unreadable checkpoint".into(),
+                }),
+        }
+    }
+
+    /// Every file's checkpoint, by name.
+    pub(super) fn checkpoints(&self) -> Result<Vec<(OsString, Checkpoint)>, StoreError> {
+        self.load_by_file(keys::CHECKPOINTS, Checkpoint::decode, "checkpoint")
     }
 
     pub fn counts(&self) -> &IngestCounts {

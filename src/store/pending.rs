@@ -112,8 +112,8 @@ impl Store {
             return Ok(());
         }
         let mut files: Vec<FrontierFile> = self
-            .checkpoints
-            .iter()
+            .checkpoints()?
+            .into_iter()
             .map(|(name, checkpoint)| FrontierFile {
                 name: name.as_encoded_bytes().to_vec(),
                 offset: checkpoint.offset,

@@ -16,7 +16,6 @@ use super::engine::{Write, keys};
 use super::export_record::{self, ExportRecord};
 use super::{FORMAT_VERSION, PendingExport, Store, StoreError};
 use crate::files::Durability;
-use crate::ledger::checkpoint::Checkpoint;
 use crate::series::Family;
 
 impl Store {
@@ -54,8 +53,7 @@ impl Store {
         let record = export_record::read(&self.record, self.path())?;
         self.catch_up_with(record, created_ns)?;
         self.load_series()?;
-        self.load_cost_pass()?;
-        self.load_checkpoints()
+        self.load_cost_pass()
     }
 
     /// A new store: its version and creation time, synced once, then its marker.
@@ -125,11 +123,6 @@ impl Store {
                 }
             }
         }
-        Ok(())
-    }
-
-    fn load_checkpoints(&mut self) -> Result<(), StoreError> {
-        self.checkpoints = self.load_by_file(keys::CHECKPOINTS, Checkpoint::decode, "checkpoint")?;
         Ok(())
     }
 
