@@ -191,9 +191,13 @@ fn decode_text(text: &str) -> Decoded<'_> {
     // The fields are filled in place (a seed, not a returned value): they are a few hundred
     // bytes, and moving them out through serde showed in the backfill profile.
     let mut fields = Fields::default();
-    let mut deserializer = serde_json::Deserializer::from_str(text);
-    let parsed = de::DeserializeSeed::deserialize(TopLevel(&mut fields), &mut deserializer)
-        .and_then(|object| deserializer.end().map(|()| object));
+    let mut parsed = parse_into(text, &mut fields, CountsFrom::Fast);
+    // serde_json hands `-0`, `-0.0` and `-0e0` over as the same float: only the text tells the
+    // one Go takes for 0 from the others. Rare, so read again from the numbers' text.
+    if fields.ambiguous {
+        fields = Fields::default();
+        parsed = parse_into(text, &mut fields, CountsFrom::FromText);
+    }
     match parsed {
         Err(_) => Decoded::Rejected(Rejection::InvalidJson),
         Ok(false) => Decoded::Rejected(Rejection::NotObject),
@@ -202,6 +206,20 @@ fn decode_text(text: &str) -> Decoded<'_> {
             Err(why) => Decoded::Rejected(why),
         },
     }
+}
+
+/// How counts are read: from serde_json's numbers (fast), or from their text.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum CountsFrom {
+    Fast,
+    FromText,
+}
+
+/// Parses `text` into `fields`: whether it was an object, or an error for what is no JSON.
+fn parse_into<'a>(text: &'a str, fields: &mut Fields<'a>, counts: CountsFrom) -> serde_json::Result<bool> {
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    de::DeserializeSeed::deserialize(TopLevel(fields, counts), &mut deserializer)
+        .and_then(|object| deserializer.end().map(|()| object))
 }
 
 impl Row<'_> {
@@ -232,6 +250,8 @@ struct Fields<'a> {
     turn: Field<bool>,
     quote: QuoteFields<'a>,
     compaction: Field<()>,
+    /// A count was a negative zero float, which only its text tells apart (see `decode_text`).
+    ambiguous: bool,
 }
 
 impl<'a> Fields<'a> {
@@ -296,7 +316,7 @@ impl<'a> Fields<'a> {
 }
 
 /// The top level of a line: fills the fields of an object, and says whether it was one.
-struct TopLevel<'f, 'a>(&'f mut Fields<'a>);
+struct TopLevel<'f, 'a>(&'f mut Fields<'a>, CountsFrom);
 
 impl<'de> de::DeserializeSeed<'de> for TopLevel<'_, 'de> {
     type Value = bool;
@@ -314,7 +334,7 @@ impl<'de> Visitor<'de> for TopLevel<'_, 'de> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let fields = self.0;
+        let (fields, counts) = (self.0, self.1);
         while let Some(key) = map.next_key::<Text<'de>>()? {
             // A repeated key is taken as Go takes it (`Field::take`).
             match key_of(&key.0) {
@@ -323,13 +343,34 @@ impl<'de> Visitor<'de> for TopLevel<'_, 'de> {
                     .take(timestamp(map.next_value::<Scalar<'de>>()?.into_text())),
                 Key::Model => fields.model.take(map.next_value::<Scalar<'de>>()?.into_text()),
                 Key::Source => fields.source.take(map.next_value::<Scalar<'de>>()?.into_text()),
-                Key::Prompt => fields.prompt.take(count_of(map.next_value()?)),
-                Key::Completion => fields.completion.take(count_of(map.next_value()?)),
-                Key::Reasoning => fields.reasoning.take(count_of(map.next_value()?)),
-                Key::CacheHit => fields.cache_hit.take(count_of(map.next_value()?)),
-                Key::CacheMiss => fields.cache_miss.take(count_of(map.next_value()?)),
-                Key::Total => fields.total.take(count_of(map.next_value()?)),
-                Key::Requests => fields.requests.take(count_of(map.next_value()?)),
+                Key::Prompt => {
+                    let count = next_count(&mut map, counts, &mut fields.ambiguous)?;
+                    fields.prompt.take(count)
+                }
+                Key::Completion => {
+                    let count = next_count(&mut map, counts, &mut fields.ambiguous)?;
+                    fields.completion.take(count)
+                }
+                Key::Reasoning => {
+                    let count = next_count(&mut map, counts, &mut fields.ambiguous)?;
+                    fields.reasoning.take(count)
+                }
+                Key::CacheHit => {
+                    let count = next_count(&mut map, counts, &mut fields.ambiguous)?;
+                    fields.cache_hit.take(count)
+                }
+                Key::CacheMiss => {
+                    let count = next_count(&mut map, counts, &mut fields.ambiguous)?;
+                    fields.cache_miss.take(count)
+                }
+                Key::Total => {
+                    let count = next_count(&mut map, counts, &mut fields.ambiguous)?;
+                    fields.total.take(count)
+                }
+                Key::Requests => {
+                    let count = next_count(&mut map, counts, &mut fields.ambiguous)?;
+                    fields.requests.take(count)
+                }
                 Key::Turn => fields.turn.take(map.next_value::<Scalar<'de>>()?.into_bool()),
                 Key::CostAmount => fields.quote.amount.take(
                     map.next_value::<Scalar<'de>>()?
@@ -398,6 +439,29 @@ impl<'de> Visitor<'de> for TopLevel<'_, 'de> {
     }
 }
 
+/// The next value as a count: from serde_json's number, or from its text where that was
+/// ambiguous (a negative zero, `-0` being 0 and `-0.0` no integer to Go).
+#[inline(always)]
+fn next_count<'de, A: MapAccess<'de>>(
+    map: &mut A,
+    counts: CountsFrom,
+    ambiguous: &mut bool,
+) -> Result<Field<i64>, A::Error> {
+    if counts == CountsFrom::FromText {
+        return Ok(count_of(map.next_value()?));
+    }
+    Ok(match map.next_value::<Scalar<'de>>()? {
+        Scalar::Null => Field::Absent,
+        Scalar::Unsigned(n) => i64::try_from(n).map_or(Field::Bad, Field::Value),
+        Scalar::Negative(n) => Field::Value(n),
+        Scalar::NegativeZero => {
+            *ambiguous = true;
+            Field::Bad
+        }
+        _ => Field::Bad,
+    })
+}
+
 /// A count as Go reads it into an `int`: from the number's own text, so that `-0` is 0 (Go
 /// parses the digits) while `-0.0`, `1e2` or `5.0` are not integers (Go refuses them; serde_json
 /// would hand all of them over as the same floating-point value). `null` is absent; a number
@@ -452,7 +516,13 @@ impl<'de> de::Deserialize<'de> for Text<'de> {
 enum Scalar<'a> {
     Null,
     Bool(bool),
-    /// A number: counts are read from their text instead ([`count_of`]).
+    /// A non-negative integer.
+    Unsigned(u64),
+    /// A negative integer.
+    Negative(i64),
+    /// A float that is negative zero: `-0`, or `-0.0`, `-0e0` (see [`next_count`]).
+    NegativeZero,
+    /// Any other number.
     Number,
     Str(Cow<'a, str>),
     /// An object.
@@ -504,14 +574,22 @@ impl<'de> Visitor<'de> for ScalarVisitor {
     fn visit_bool<E>(self, b: bool) -> Result<Self::Value, E> {
         Ok(Scalar::Bool(b))
     }
-    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(Scalar::Number)
+    fn visit_u64<E>(self, n: u64) -> Result<Self::Value, E> {
+        Ok(Scalar::Unsigned(n))
     }
-    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-        Ok(Scalar::Number)
+    fn visit_i64<E>(self, n: i64) -> Result<Self::Value, E> {
+        Ok(if n < 0 {
+            Scalar::Negative(n)
+        } else {
+            Scalar::Unsigned(n as u64)
+        })
     }
-    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(Scalar::Number)
+    fn visit_f64<E>(self, f: f64) -> Result<Self::Value, E> {
+        Ok(if f == 0.0 && f.is_sign_negative() {
+            Scalar::NegativeZero
+        } else {
+            Scalar::Number
+        })
     }
     fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
         Ok(Scalar::Str(Cow::Borrowed(v)))

@@ -42,7 +42,13 @@ const LONGEST_KEY: usize = 17;
 /// one of the allow-listed names' letters (`ſ`, U+017F, folds to `s`; the Kelvin sign, U+212A, to
 /// `k`). Reasonix writes its keys in lower case, so this is only reached for an odd key.
 fn folded_key(key: &str) -> Key {
-    if !key.bytes().any(|b| b.is_ascii_uppercase() || !b.is_ascii()) {
+    // An ASCII key folds to a name of its own length: most keys Reasonix writes and no field
+    // reads end here, after a length or a look at their letters.
+    let bytes = key.as_bytes();
+    if bytes.is_ascii()
+        && (!matches!(bytes.len(), 2 | 4 | 5 | 6 | 8 | 9 | 10 | 11 | 12 | 13 | 17)
+            || !bytes.iter().any(u8::is_ascii_uppercase))
+    {
         return Key::Other;
     }
     let mut folded = [0u8; LONGEST_KEY];
