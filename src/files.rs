@@ -50,8 +50,29 @@ pub fn replace(path: &Path, bytes: &[u8], durability: Durability) -> std::io::Re
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or(Path::new("."));
-        File::open(folder)?.sync_all()?;
+        sync_folder(folder)?;
     }
+    Ok(())
+}
+
+/// Makes what was written to the file at `path` durable. Windows flushes a file only through a
+/// handle that may write to it (a read-only one is refused: "Access denied").
+pub fn sync_file(path: &Path) -> std::io::Result<()> {
+    #[cfg(windows)]
+    let file = File::options().write(true).open(path)?;
+    #[cfg(not(windows))]
+    let file = File::open(path)?;
+    file.sync_all()
+}
+
+/// Makes a folder's entries (a file created in it, or renamed into place) durable: an `fsync`
+/// of the folder on Unix. Windows' file systems journal their entries, and a folder cannot be
+/// flushed there.
+pub fn sync_folder(path: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    File::open(path)?.sync_all()?;
+    #[cfg(not(unix))]
+    let _ = path;
     Ok(())
 }
 

@@ -6,7 +6,7 @@
 mod common;
 
 use std::sync::atomic::AtomicBool;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use common::{Fixture, assert_success};
 use reasonix_exporter::ingest;
@@ -69,4 +69,34 @@ fn a_file_gone_between_the_listing_and_the_open_is_not_unreadable() {
         report.first_failure
     );
     assert_eq!(report.counts.counted, 10);
+}
+
+#[test]
+fn a_late_line_in_an_older_day_file_is_read_at_once_not_at_the_next_full_listing() {
+    let fx = Fixture::new();
+    // Many day files, none of them today's: a quick poll reads only the few written last.
+    for day in 1..=28 {
+        std::fs::write(
+            fx.path(&format!("2026-08-{day:02}.jsonl")),
+            lines_of_one_length(1, 2),
+        )
+        .unwrap();
+    }
+    let (daemon, _) = fx.spawn_serving(&[]);
+    assert!(
+        common::wait_until(Duration::from_secs(20), || counted(&fx) == 2),
+        "{}",
+        daemon.log_text()
+    );
+    // A record queued long ago lands in its own day's file, the oldest one.
+    fx.append_lines(
+        "2026-08-01.jsonl",
+        &[r#"{"ts":"2026-08-01T23:59:59Z","model":"m/x","source":"cli","total":7}"#],
+    );
+    // Well before the next full listing (a minute after the last).
+    assert!(
+        common::wait_until(Duration::from_secs(15), || counted(&fx) == 3),
+        "the late line was not read: {}",
+        daemon.log_text()
+    );
 }

@@ -27,9 +27,7 @@ impl Daemon {
         let dir_mtime = std::fs::metadata(&stats_dir).and_then(|m| m.modified()).ok();
         let quick = self
             .stats_dir
-            .listed
-            .as_ref()
-            .and_then(|listed| listed.still(dir_mtime, store.cost_pass().is_empty()));
+            .quick_poll(&stats_dir, dir_mtime, store.cost_pass().is_empty());
         let mut poll = || match &quick {
             Some(recent) => ingest::poll_recent(store, recent, &self.stopping),
             None => ingest::poll_until(store, &stats_dir, &self.stopping),

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use tokio::sync::Notify;
 
 use crate::ingest::{self, FileFailure};
+use crate::ledger::checkpoint::FileStat;
 use crate::ledger::discover::LedgerFile;
 use crate::ledger::watch::{self as ledger_watch, Watcher};
 use crate::said::Episode;
@@ -66,6 +67,8 @@ enum DirState {
 /// The stats folder as `run` last saw it: its state, its watch, its last listing.
 pub(super) struct StatsDir {
     pub wake: Arc<Notify>,
+    /// The day files file events named since the last poll.
+    pub named: Arc<std::sync::Mutex<ledger_watch::Named>>,
     watcher: Option<Watcher>,
     /// Setting up file events failed for the folder as it is now.
     watch_broken: bool,
@@ -80,6 +83,7 @@ impl StatsDir {
     pub fn new() -> StatsDir {
         StatsDir {
             wake: Arc::new(Notify::new()),
+            named: Arc::default(),
             watcher: None,
             watch_broken: false,
             listed: None,
@@ -148,8 +152,34 @@ impl StatsDir {
         }
     }
 
+    /// The files a quick poll reads, or `None` for a full one: the last listing's recent files
+    /// (see [`Listed::still`]) and the day files file events named since the last poll (a late
+    /// line in an older day file); a burst of events past what is kept makes a full poll.
+    pub fn quick_poll(
+        &mut self,
+        stats_dir: &Path,
+        dir_mtime: Option<SystemTime>,
+        no_cost_pass: bool,
+    ) -> Option<Vec<LedgerFile>> {
+        let named = std::mem::take(&mut *self.named.lock().unwrap_or_else(|e| e.into_inner()));
+        if named.overflowed {
+            return None;
+        }
+        let mut files = self.listed.as_ref()?.still(dir_mtime, no_cost_pass)?;
+        for name in named.files {
+            if !files.iter().any(|f| f.name == name) {
+                files.push(LedgerFile {
+                    path: stats_dir.join(&name),
+                    name,
+                    stat: FileStat::default(),
+                });
+            }
+        }
+        Some(files)
+    }
+
     fn start_watching(&mut self, dir: &Path, settings: &Settings) {
-        match ledger_watch::watch(dir, self.wake.clone()) {
+        match ledger_watch::watch(dir, self.wake.clone(), self.named.clone()) {
             Ok(watcher) => self.watcher = Some(watcher),
             Err(e) => {
                 // Tried again only when the folder comes back; until then, polling alone.

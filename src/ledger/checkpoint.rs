@@ -11,7 +11,7 @@ use std::io;
 use xxhash_rust::xxh3::Xxh3;
 
 /// What `stat` says about a file: enough to tell growth from replacement or rewrite.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct FileStat {
     pub dev: u64,
     pub ino: u64,

@@ -5,6 +5,7 @@ pub mod decode;
 pub mod discover;
 mod field;
 mod go_text;
+mod go_values;
 pub mod iso4217;
 mod key;
 pub mod quote;

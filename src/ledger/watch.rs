@@ -1,9 +1,12 @@
 //! Wake-ups when the stats folder changes: inotify, FSEvents or ReadDirectoryChangesW through the
-//! `notify` crate. Events only say "look now"; what changed is always found by a poll, so a lost
-//! or coalesced event costs nothing but latency until the fallback poll.
+//! `notify` crate. Events say "look now", and which day files they name, so that a quick poll
+//! reads those too (a late line in an older day file); what changed is always found by a poll,
+//! so a lost or coalesced event costs nothing but latency until the full listing.
 
+use std::collections::BTreeSet;
+use std::ffi::OsString;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use notify::{EventKind, RecursiveMode, Watcher as _};
 use tokio::sync::Notify;
@@ -13,16 +16,50 @@ pub struct Watcher {
     _inner: notify::RecommendedWatcher,
 }
 
-/// Watches `stats_dir` (not its sub-folders) and calls `wake` on any change in it.
-pub fn watch(stats_dir: &Path, wake: Arc<Notify>) -> notify::Result<Watcher> {
+/// The day files events named since the last poll took them.
+#[derive(Debug, Default)]
+pub struct Named {
+    pub files: BTreeSet<OsString>,
+    /// More than [`Named::MOST`] were named, or the watch overflowed: look at every file.
+    pub overflowed: bool,
+}
+
+impl Named {
+    /// The most names kept between two polls.
+    pub const MOST: usize = 1024;
+
+    fn note(&mut self, event: &notify::Event) {
+        for path in &event.paths {
+            let Some(name) = path.file_name() else { continue };
+            if !name.as_encoded_bytes().ends_with(b".jsonl") {
+                continue;
+            }
+            if self.files.len() >= Self::MOST {
+                self.overflowed = true;
+                return;
+            }
+            self.files.insert(name.to_owned());
+        }
+    }
+}
+
+/// Watches `stats_dir` (not its sub-folders), notes in `named` the day files a change names, and
+/// calls `wake` on any change in it.
+pub fn watch(stats_dir: &Path, wake: Arc<Notify>, named: Arc<Mutex<Named>>) -> notify::Result<Watcher> {
     let mut inner = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
         // Only changes wake a poll. Access events must not: the poll itself opens the folder and
         // the files, and would wake itself forever.
-        let change = match event {
+        let change = match &event {
             Ok(event) => !matches!(event.kind, EventKind::Access(_)),
             // An overflowed or failed watch: look, to be safe.
             Err(_) => true,
         };
+        if change && let Ok(mut named) = named.lock() {
+            match &event {
+                Ok(event) => named.note(event),
+                Err(_) => named.overflowed = true,
+            }
+        }
         if change {
             // One stored permit at most: a burst of writes becomes one poll.
             wake.notify_one();

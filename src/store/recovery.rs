@@ -74,9 +74,9 @@ impl Store {
         self.apply(init)?;
         // Once per store: sled's `flush` leaves the new log's length and folder entries to the
         // kernel, and a marker that outlived its store would refuse the next run.
-        for path in [self.db.log(), self.path().to_path_buf()] {
-            sync_file(&path)?;
-        }
+        let log = self.db.log();
+        crate::files::sync_file(&log).map_err(|e| StoreError::io(&log, e))?;
+        crate::files::sync_folder(self.path()).map_err(|e| StoreError::io(self.path(), e))?;
         // An export record left by a store that was deleted is not this one's.
         remove_if_present(&self.record)?;
         write_marker(marker, created_ns)
@@ -200,12 +200,6 @@ pub(super) fn remove_if_present(path: &Path) -> Result<(), StoreError> {
 }
 
 /// `fsync`s the file or folder at `path`.
-fn sync_file(path: &Path) -> Result<(), StoreError> {
-    std::fs::File::open(path)
-        .and_then(|f| f.sync_all())
-        .map_err(|e| StoreError::io(path, e))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
