@@ -41,7 +41,14 @@ impl Daemon {
         match result {
             Ok(mut report) => {
                 match quick {
-                    Some(_) => report.files = self.last_poll.files,
+                    Some(_) => {
+                        report.files = self.last_poll.files;
+                        // A file a quick poll could not read (one file events named): the next
+                        // poll is a full one, which tries every file before saying all is well.
+                        if report.files_failed > 0 {
+                            self.stats_dir.listed = None;
+                        }
+                    }
                     None => {
                         self.stats_dir.listed = Some(Listed::now(dir_mtime, &report));
                         release_freed_memory();

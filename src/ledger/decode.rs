@@ -162,8 +162,9 @@ fn decode_text(text: &str) -> Decoded<'_> {
     let mut fields = Fields::default();
     let mut parsed = parse_into(text, &mut fields, CountsFrom::Fast);
     // serde_json hands `-0`, `-0.0` and `-0e0` over as the same float: only the text tells the
-    // one Go takes for 0 from the others. Rare, so read again from the numbers' text.
-    if fields.ambiguous {
+    // one Go takes for 0 from the others; and it refuses a number past a float's range (`1e400`)
+    // that Go reads as a count of the wrong type. Rare, so read again from the numbers' text.
+    if fields.ambiguous || parsed.is_err() {
         fields = Fields::default();
         parsed = parse_into(text, &mut fields, CountsFrom::FromText);
     }
@@ -562,6 +563,8 @@ mod tests {
     fn minus_zero_is_zero_and_other_spellings_of_zero_are_not_integers() {
         assert_eq!(usage(r#"{"total":-0,"prompt":-0,"requests":2}"#).total, 0);
         assert_eq!(usage(r#"{"total": -0 ,"requests":2}"#).requests, 2);
+        // Past a float's range: a count of the wrong type to Go, no reason to call the line no JSON.
+        assert_eq!(rejected(br#"{"total":1e400}"#), Rejection::BadCount);
         for bad in ["-0.0", "-0e0", "0.0", "0e0", "-1", "-9223372036854775808"] {
             let line = format!(r#"{{"total":{bad}}}"#);
             assert_eq!(rejected(line.as_bytes()), Rejection::BadCount, "{bad}");

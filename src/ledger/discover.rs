@@ -15,6 +15,13 @@ pub struct LedgerFile {
     pub stat: FileStat,
 }
 
+/// Whether a file of the stats folder named `name` is a ledger file: `*.jsonl`, and no dot-file
+/// (`._2026-11-30.jsonl` is macOS AppleDouble metadata, not Reasonix's).
+pub fn is_ledger_name(name: &std::ffi::OsStr) -> bool {
+    let bytes = name.as_encoded_bytes();
+    bytes.ends_with(b".jsonl") && !bytes.starts_with(b".")
+}
+
 /// The `*.jsonl` files directly inside `stats_dir`, sorted by name, each with its `stat`.
 /// Sub-folders, other files and anything below them are never opened.
 ///
@@ -26,8 +33,7 @@ pub fn ledger_files(stats_dir: &Path) -> io::Result<Vec<LedgerFile>> {
         let entry = entry?;
         let name = entry.file_name();
         // Dot-files are not Reasonix's: `._2026-11-30.jsonl` is macOS AppleDouble metadata.
-        let bytes = name.as_encoded_bytes();
-        if !bytes.ends_with(b".jsonl") || bytes.starts_with(b".") {
+        if !is_ledger_name(&name) {
             continue;
         }
         let meta = match entry.file_type() {

@@ -29,9 +29,14 @@ impl Named {
     pub const MOST: usize = 1024;
 
     fn note(&mut self, event: &notify::Event) {
+        // The watch lost events (a queue that overflowed): look at every file.
+        if event.need_rescan() {
+            self.overflowed = true;
+            return;
+        }
         for path in &event.paths {
             let Some(name) = path.file_name() else { continue };
-            if !name.as_encoded_bytes().ends_with(b".jsonl") {
+            if !super::discover::is_ledger_name(name) {
                 continue;
             }
             if self.files.len() >= Self::MOST {

@@ -81,7 +81,8 @@ impl IngestCounts {
 
     /// Reads counts written with fewer rejection reasons too (a reason added later starts at 0).
     pub fn decode(bytes: &[u8]) -> Option<IngestCounts> {
-        if !bytes.len().is_multiple_of(8) || bytes.len() > FIELDS * 8 || bytes.len() < (FIELDS - 1) * 8 {
+        // Six reasons before `too_long`, eight since `bad_compaction`.
+        if !bytes.len().is_multiple_of(8) || bytes.len() > FIELDS * 8 || bytes.len() < (4 + 6) * 8 {
             return None;
         }
         let mut r = crate::bytes::Reader::new(bytes);

@@ -215,10 +215,12 @@ fn ingest_counts() {
     // Written before `bad_compaction`: it starts at 0.
     let mut before = counts;
     *before.rejected.last_mut().unwrap() = 0;
-    assert_eq!(
-        IngestCounts::decode(&fixture("ingest-counts-before-bad-compaction")),
-        Some(before)
-    );
+    let old = fixture("ingest-counts-before-bad-compaction");
+    assert_eq!(IngestCounts::decode(&old), Some(before));
+    // And before `too_long`: six reasons.
+    let mut six = before;
+    six.rejected[6] = 0;
+    assert_eq!(IngestCounts::decode(&old[..(4 + 6) * 8]), Some(six));
 }
 
 #[test]

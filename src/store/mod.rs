@@ -379,17 +379,12 @@ impl Store {
 
     /// Where reading `file` stopped, read from the store when asked: tens of thousands of day
     /// files' checkpoints held in memory were most of an idle daemon's resident size, and sled's
-    /// cache keeps the ones a poll asks for often.
+    /// cache keeps the ones a poll asks for often. One that cannot be decoded is none: a
+    /// checkpoint is a read position, and the file read again from its start counts nothing twice.
     pub fn checkpoint(&self, file: &OsString) -> Result<Option<Checkpoint>, StoreError> {
-        match self.get(&keys::checkpoint(file))? {
-            None => Ok(None),
-            Some(bytes) => Checkpoint::decode(&bytes)
-                .map(Some)
-                .ok_or_else(|| StoreError::Corrupt {
-                    path: self.path().to_path_buf(),
-                    detail: "unreadable checkpoint".into(),
-                }),
-        }
+        Ok(self
+            .get(&keys::checkpoint(file))?
+            .and_then(|bytes| Checkpoint::decode(&bytes)))
     }
 
     /// Every file's checkpoint, by name.

@@ -199,7 +199,6 @@ pub(super) fn remove_if_present(path: &Path) -> Result<(), StoreError> {
     }
 }
 
-/// `fsync`s the file or folder at `path`.
 #[cfg(test)]
 mod tests {
     use super::*;

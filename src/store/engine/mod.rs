@@ -12,8 +12,9 @@ use super::StoreError;
 use crate::series::Sums;
 
 /// sled's page cache. The working set is a few day partitions, the totals and the checkpoints a
-/// poll asks for; more cache only grows the resident size (16 MiB held an idle daemon over
-/// 50,000 day files at 41 MB, 4 MiB at 32 MB, with the 1M-line backfill's time unchanged).
+/// poll asks for; more cache only grows the resident size (with the checkpoints held in memory,
+/// 16 MiB kept an idle daemon over 50,000 day files at 41 MB and 4 MiB at 32 MB; the 1M-line
+/// backfill's time is the same with either).
 const CACHE_BYTES: u64 = 4 << 20;
 
 /// sled's log segment size for a new store (an existing one keeps the size it was made with).
