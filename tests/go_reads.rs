@@ -10,6 +10,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use common::model::QUANTITIES;
 use common::tools;
 use reasonix_exporter::ledger::decode::{Counts, Decoded, Rejection, RowKind, decode};
 
@@ -128,20 +129,12 @@ fn disagreement(line: &[u8], go: &GoVerdict) -> Option<String> {
 
 /// Keys in the spellings Go matches (and some it does not), values of every JSON type.
 fn generated_lines(n: usize) -> Vec<Vec<u8>> {
-    const KEYS: [&str; 12] = [
-        "ts",
-        "model",
-        "source",
-        "prompt",
-        "completion",
-        "reasoning",
-        "cache_hit",
-        "cache_miss",
-        "total",
-        "requests",
-        "turn",
-        "compaction",
-    ];
+    // Every allow-listed key but the quote's: the labels, the seven counts, the row kinds.
+    let keys: Vec<&str> = ["ts", "model", "source"]
+        .into_iter()
+        .chain(QUANTITIES[..7].iter().copied())
+        .chain(["turn", "compaction"])
+        .collect();
     const VALUES: [&str; 21] = [
         "5",
         "0",
@@ -176,7 +169,7 @@ fn generated_lines(n: usize) -> Vec<Vec<u8>> {
         .map(|_| {
             let pairs: Vec<String> = (0..1 + next(5))
                 .map(|_| {
-                    let key: String = KEYS[next(KEYS.len())]
+                    let key: String = keys[next(keys.len())]
                         .chars()
                         .map(|c| match next(8) {
                             0 => c.to_ascii_uppercase(),

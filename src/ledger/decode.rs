@@ -218,6 +218,20 @@ struct Fields<'a> {
 }
 
 impl<'a> Fields<'a> {
+    /// The count field `key` names, if it names one.
+    fn count_mut(&mut self, key: Key) -> Option<&mut Field<i64>> {
+        Some(match key {
+            Key::Prompt => &mut self.prompt,
+            Key::Completion => &mut self.completion,
+            Key::Reasoning => &mut self.reasoning,
+            Key::CacheHit => &mut self.cache_hit,
+            Key::CacheMiss => &mut self.cache_miss,
+            Key::Total => &mut self.total,
+            Key::Requests => &mut self.requests,
+            _ => return None,
+        })
+    }
+
     fn into_row(self) -> Result<Row<'a>, Rejection> {
         let (day, at_ms) = match self.ts {
             Field::Absent => (None, None),
@@ -306,33 +320,17 @@ impl<'de> Visitor<'de> for TopLevel<'_, 'de> {
                     .take(timestamp(map.next_value::<Scalar<'de>>()?.into_text())),
                 Key::Model => fields.model.take(map.next_value::<Scalar<'de>>()?.into_text()),
                 Key::Source => fields.source.take(map.next_value::<Scalar<'de>>()?.into_text()),
-                Key::Prompt => {
+                key @ (Key::Prompt
+                | Key::Completion
+                | Key::Reasoning
+                | Key::CacheHit
+                | Key::CacheMiss
+                | Key::Total
+                | Key::Requests) => {
                     let count = next_count(&mut map, counts, &mut fields.ambiguous)?;
-                    fields.prompt.take(count)
-                }
-                Key::Completion => {
-                    let count = next_count(&mut map, counts, &mut fields.ambiguous)?;
-                    fields.completion.take(count)
-                }
-                Key::Reasoning => {
-                    let count = next_count(&mut map, counts, &mut fields.ambiguous)?;
-                    fields.reasoning.take(count)
-                }
-                Key::CacheHit => {
-                    let count = next_count(&mut map, counts, &mut fields.ambiguous)?;
-                    fields.cache_hit.take(count)
-                }
-                Key::CacheMiss => {
-                    let count = next_count(&mut map, counts, &mut fields.ambiguous)?;
-                    fields.cache_miss.take(count)
-                }
-                Key::Total => {
-                    let count = next_count(&mut map, counts, &mut fields.ambiguous)?;
-                    fields.total.take(count)
-                }
-                Key::Requests => {
-                    let count = next_count(&mut map, counts, &mut fields.ambiguous)?;
-                    fields.requests.take(count)
+                    if let Some(field) = fields.count_mut(key) {
+                        field.take(count)
+                    }
                 }
                 Key::Turn => fields.turn.take(map.next_value::<Scalar<'de>>()?.into_bool()),
                 Key::CostAmount => fields.quote.amount.take(

@@ -3,6 +3,7 @@
 //! line is read as Reasonix reads it").
 
 /// An allow-listed key, or any other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Key {
     Ts,
     Model,
