@@ -1,5 +1,5 @@
-//! Names the commit in `--version`: `$REASONIX_EXPORTER_GIT_COMMIT` when set (a build without
-//! `.git`, such as deploy/Dockerfile's), else `git rev-parse`, else "unknown".
+//! Names the commit in `--version`: `$REASONIX_EXPORTER_GIT_COMMIT` when set (`cargo xtask dist`
+//! sets it; so can a build from sources without `.git`), else `git rev-parse`, else "unknown".
 
 use std::process::Command;
 

@@ -207,7 +207,7 @@ fn collector_configurations_name_only_real_components_and_wire_them_up() {
 }
 
 #[test]
-fn compose_and_dockerfile_refer_to_files_that_exist() {
+fn compose_refers_to_files_that_exist_and_the_images_ci_runs() {
     let compose = read("compose/docker-compose.yml");
     let docs = YamlLoader::load_from_str(&compose).expect("docker-compose.yml is YAML");
     let services = &docs[0]["services"];
@@ -234,21 +234,27 @@ fn compose_and_dockerfile_refer_to_files_that_exist() {
         ports.iter().all(|p| p.starts_with("127.0.0.1:")),
         "every published port is on loopback: {ports:?}"
     );
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    for line in read("Dockerfile").lines() {
-        if let Some(args) = line.strip_prefix("COPY ").filter(|a| !a.starts_with("--from")) {
-            let parts: Vec<&str> = args.split_whitespace().collect();
-            for source in &parts[..parts.len() - 1] {
-                assert!(
-                    root.join(source).exists(),
-                    "Dockerfile copies {source}, which is missing"
-                );
-            }
-        }
-    }
+    // The exporter's image is the one `cargo xtask dist` builds and tests/shipped.rs runs, and
+    // Prometheus the version the tests run (.ci/tools builds v0.3XX.Y, which is 3.XX.Y).
+    let exporter = &services["exporter"];
     assert!(
-        read("Dockerfile").contains("\nUSER reasonix\n"),
-        "the image runs as non-root"
+        exporter["build"].is_badvalue(),
+        "compose builds no image of its own"
+    );
+    assert_eq!(
+        exporter["image"].as_str(),
+        Some(format!("reasonix-exporter:{}", env!("CARGO_PKG_VERSION")).as_str())
+    );
+    let tools = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/tools")).unwrap();
+    let module = tools
+        .lines()
+        .find_map(|l| l.strip_prefix("PROMETHEUS_MODULE="))
+        .unwrap();
+    let minor: u32 = module.split("@v0.").nth(1).unwrap()[..3].parse().unwrap();
+    let patch = module.rsplit('.').next().unwrap();
+    assert_eq!(
+        services["prometheus"]["image"].as_str(),
+        Some(format!("prom/prometheus:v3.{}.{patch}", minor - 300).as_str())
     );
 }
 

@@ -8,6 +8,7 @@ pub mod collector;
 pub mod dashboard;
 pub mod generator;
 pub mod grafana;
+pub mod macho;
 pub mod model;
 pub mod pki;
 pub mod prom_server;
