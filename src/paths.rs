@@ -214,6 +214,8 @@ pub fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> + use
 mod tests {
     use super::*;
 
+    // Unix: Unix paths and HOME; the Windows defaults are run under Wine by tests/shipped.rs.
+    #[cfg(unix)]
     #[test]
     fn state_home_wins_over_reasonix_home() {
         let env = env_of(&[
@@ -226,6 +228,8 @@ mod tests {
         assert_eq!(origin, Origin::Env("REASONIX_STATE_HOME"));
     }
 
+    // Unix: Unix paths and HOME; the Windows defaults are run under Wine by tests/shipped.rs.
+    #[cfg(unix)]
     #[test]
     fn blank_variable_counts_as_unset() {
         let env = env_of(&[
@@ -241,12 +245,16 @@ mod tests {
         );
     }
 
+    // Unix: Unix paths and HOME; the Windows defaults are run under Wine by tests/shipped.rs.
+    #[cfg(unix)]
     #[test]
     fn white_space_around_a_path_is_trimmed_as_go_trims_it() {
         let env = env_of(&[("REASONIX_HOME", "\u{a0}\t/rx\u{3000} ")]);
         assert_eq!(reasonix_stats_dir(&env).unwrap().0, PathBuf::from("/rx/stats"));
     }
 
+    // Unix: Unix paths and HOME; the Windows defaults are run under Wine by tests/shipped.rs.
+    #[cfg(unix)]
     #[test]
     fn tilde_and_variables_expand() {
         let env = env_of(&[("REASONIX_HOME", " ~/rx "), ("HOME", "/u")]);
@@ -273,6 +281,8 @@ mod tests {
         assert_eq!(origin, Origin::Env("REASONIX_HOME"));
     }
 
+    // Unix: Unix paths and HOME; the Windows defaults are run under Wine by tests/shipped.rs.
+    #[cfg(unix)]
     #[test]
     fn reasonix_studios_storage_state_comes_after_the_variable_and_before_the_home() {
         let dir = tempfile::tempdir().unwrap();

@@ -193,6 +193,8 @@ async fn a_refusing_collector_is_retried_with_backoff_and_its_retry_after_is_wai
     running.stop().await;
 }
 
+// Unix: the state dir is removed while the store holds its files open, which Windows refuses.
+#[cfg(unix)]
 #[tokio::test(start_paused = true)]
 async fn a_deleted_state_dir_pauses_counting_until_the_retry_then_the_ledger_is_counted_again() {
     let dir = tempfile::tempdir().unwrap();

@@ -413,18 +413,25 @@ fn default_state_dir(env: Env<'_>) -> Option<PathBuf> {
 
 #[cfg(test)]
 mod tests {
+    #[cfg(unix)]
     use super::*;
+    #[cfg(unix)]
     use crate::export::transport::OtlpProtocol;
+    #[cfg(unix)]
     use crate::paths::env_of;
 
+    #[cfg(unix)]
     fn flags(pairs: &[(&'static str, &str)]) -> Flags {
         pairs.iter().map(|(k, v)| (*k, v.to_string())).collect()
     }
 
+    #[cfg(unix)]
     fn resolve(flags: &Flags, env: Env<'_>) -> Result<Settings, SettingsError> {
         Settings::resolve(flags, false, env)
     }
 
+    // Unix: a home from HOME, and Unix paths; Windows finds its profile (tests/shipped.rs).
+    #[cfg(unix)]
     #[test]
     fn defaults_follow_reasonix_and_xdg() {
         let s = resolve(&Flags::new(), &env_of(&[("HOME", "/u")])).unwrap();
@@ -443,6 +450,8 @@ mod tests {
         assert_eq!(s.prometheus.value, Some("127.0.0.1:9464".parse().unwrap()));
     }
 
+    // Unix: a home from HOME, and Unix paths; Windows finds its profile (tests/shipped.rs).
+    #[cfg(unix)]
     #[test]
     fn flag_beats_variable_beats_default() {
         let env = env_of(&[
@@ -466,6 +475,8 @@ mod tests {
         );
     }
 
+    // Unix: a home from HOME, and Unix paths; Windows finds its profile (tests/shipped.rs).
+    #[cfg(unix)]
     #[test]
     fn signal_endpoint_is_used_as_given() {
         let env = env_of(&[
@@ -477,6 +488,8 @@ mod tests {
         assert_eq!(s.otlp.unwrap().target.endpoint, "http://m:9/custom");
     }
 
+    // Unix: a home from HOME, and Unix paths; Windows finds its profile (tests/shipped.rs).
+    #[cfg(unix)]
     #[test]
     fn an_unset_variable_in_a_path_setting_is_an_error_not_a_root_path() {
         let env = env_of(&[("HOME", "/u"), ("REASONIX_EXPORTER_STATE_DIR", "$DATA/reasonix")]);
@@ -496,6 +509,8 @@ mod tests {
         );
     }
 
+    // Unix: a home from HOME, and Unix paths; Windows finds its profile (tests/shipped.rs).
+    #[cfg(unix)]
     #[test]
     fn a_scheme_in_capitals_is_a_scheme() {
         let env = env_of(&[
@@ -506,6 +521,8 @@ mod tests {
         assert_eq!(s.otlp.unwrap().target.endpoint, "http://m:9/v1/metrics");
     }
 
+    // Unix: a home from HOME, and Unix paths; Windows finds its profile (tests/shipped.rs).
+    #[cfg(unix)]
     #[test]
     fn resource_attributes_with_a_bad_entry_are_an_error_never_dropped_or_kept_raw() {
         for (bad, says) in [
@@ -527,6 +544,8 @@ mod tests {
         assert!(resolve(&Flags::new(), &env).is_ok());
     }
 
+    // Unix: a home from HOME, and Unix paths; Windows finds its profile (tests/shipped.rs).
+    #[cfg(unix)]
     #[test]
     fn standard_variables_set_headers_timeout_compression() {
         let env = env_of(&[
@@ -553,12 +572,16 @@ mod tests {
         );
     }
 
+    // Unix: a home from HOME, and Unix paths; Windows finds its profile (tests/shipped.rs).
+    #[cfg(unix)]
     #[test]
     fn sdk_disabled_turns_otlp_off() {
         let env = env_of(&[("HOME", "/u"), ("OTEL_SDK_DISABLED", "true")]);
         assert!(resolve(&Flags::new(), &env).unwrap().otlp.is_none());
     }
 
+    // Unix: a home from HOME, and Unix paths; Windows finds its profile (tests/shipped.rs).
+    #[cfg(unix)]
     #[test]
     fn bad_values_name_the_setting() {
         let env = env_of(&[("HOME", "/u")]);
@@ -573,6 +596,8 @@ mod tests {
         assert!(err.contains("OTEL_METRIC_EXPORT_INTERVAL"), "{err}");
     }
 
+    // Unix: a home from HOME, and Unix paths; Windows finds its profile (tests/shipped.rs).
+    #[cfg(unix)]
     #[test]
     fn doctor_lists_what_was_set_not_how_a_default_was_found() {
         let env = env_of(&[
@@ -595,6 +620,8 @@ mod tests {
         assert_eq!(settings.set_from("export_interval"), None);
     }
 
+    // Unix: a home from HOME, and Unix paths; Windows finds its profile (tests/shipped.rs).
+    #[cfg(unix)]
     #[test]
     fn the_example_config_resolves_and_its_origins_are_kept() {
         // The example's certificate paths don't exist here; everything else resolves.
@@ -644,6 +671,8 @@ mod tests {
         assert_eq!(s.state_dir.value.as_os_str().as_bytes(), b"/s\xe9");
     }
 
+    // Unix: a home from HOME, and Unix paths; Windows finds its profile (tests/shipped.rs).
+    #[cfg(unix)]
     #[test]
     fn a_relative_xdg_state_home_is_ignored_as_the_spec_says() {
         let relative = env_of(&[("HOME", "/u"), ("XDG_STATE_HOME", "state")]);
