@@ -23,7 +23,7 @@ use anyhow::{Context, Result, bail};
 use sha2::{Digest, Sha256};
 
 use contents::Release;
-use targets::{Os, TARGETS};
+use targets::{Os, TARGETS, Target};
 
 const USAGE: &str = "usage: cargo xtask dist [--target TRIPLE]...
 
@@ -87,21 +87,24 @@ fn dist(only: &[String]) -> Result<()> {
     };
     let docs = contents::Docs::generate(&host, &root)?;
 
+    // Each target's packages on a thread of its own: compressing them is most of the time a run
+    // takes once the builds are kept.
+    let packaged: Vec<Result<(PathBuf, Vec<PathBuf>)>> = std::thread::scope(|scope| {
+        let threads: Vec<_> = built
+            .iter()
+            .map(|(target, binary)| scope.spawn(|| package(target, binary, &docs, &release, &out)))
+            .collect();
+        threads
+            .into_iter()
+            .map(|t| t.join().expect("packaging panicked"))
+            .collect()
+    });
     let (mut written, mut archives) = (Vec::new(), Vec::new());
-    for (target, binary_path) in &built {
-        let binary = read(binary_path)?;
-        let archive = archive::release_archive(target, &binary, &docs, &release, &out)?;
+    for ((target, _), result) in built.iter().zip(packaged) {
+        let (archive, packages) = result?;
         archives.push((*target, archive.clone()));
         written.push(archive);
-        if let Some(arch) = target.deb_arch {
-            written.push(deb::package(arch, &binary, &docs, &release, &out)?);
-        }
-        if let Some(arch) = target.rpm_arch {
-            written.push(rpm_package::package(arch, &binary, &docs, &release, &out)?);
-        }
-        if let Some(arch) = target.image_arch {
-            written.push(image::image(arch, binary_path, &release, &out)?);
-        }
+        written.extend(packages);
     }
     if archives.iter().any(|(t, _)| t.os != Os::Windows) {
         written.push(manifests::homebrew(&archives, &release, &out)?);
@@ -114,6 +117,29 @@ fn dist(only: &[String]) -> Result<()> {
         eprintln!("   {}", path.strip_prefix(&root).unwrap_or(path).display());
     }
     Ok(())
+}
+
+/// One target's archive, and its packages and image where it has them.
+fn package(
+    target: &Target,
+    binary_path: &Path,
+    docs: &contents::Docs,
+    release: &Release,
+    out: &Path,
+) -> Result<(PathBuf, Vec<PathBuf>)> {
+    let binary = read(binary_path)?;
+    let archive = archive::release_archive(target, &binary, docs, release, out)?;
+    let mut packages = Vec::new();
+    if let Some(arch) = target.deb_arch {
+        packages.push(deb::package(arch, &binary, docs, release, out)?);
+    }
+    if let Some(arch) = target.rpm_arch {
+        packages.push(rpm_package::package(arch, &binary, docs, release, out)?);
+    }
+    if let Some(arch) = target.image_arch {
+        packages.push(image::image(arch, binary_path, release, out)?);
+    }
+    Ok((archive, packages))
 }
 
 /// `SHA256SUMS`, in the format `sha256sum --check` reads.
