@@ -124,10 +124,14 @@ impl Http {
 fn not_http1(error: &(dyn std::error::Error + 'static)) -> bool {
     let mut cause = Some(error);
     while let Some(e) = cause {
+        // hyper may wrap it: a request canceled because of the unexpected message.
         if let Some(hyper) = e.downcast_ref::<hyper::Error>() {
             let said = hyper.to_string();
-            return (hyper.is_parse() && said.starts_with("invalid HTTP version"))
-                || said.starts_with("received unexpected message from connection");
+            if (hyper.is_parse() && said.starts_with("invalid HTTP version"))
+                || said.starts_with("received unexpected message from connection")
+            {
+                return true;
+            }
         }
         cause = e.source();
     }
