@@ -378,6 +378,41 @@ impl Drop for Wine {
     }
 }
 
+/// What a shipped binary run where it is for must do with `testdata/row-kinds` in its
+/// platform's default ledger folder: count it exactly (`status --json`), name its default paths
+/// in `doctor`, and deliver the same totals over both OTLP transports to receivers here.
+fn counts_names_its_paths_and_exports(under: &str, run: &dyn Fn(&[&str]) -> Output, paths: &[&str]) {
+    assert_success(&run(&["once", "--otlp", "off"]));
+    assert_eq!(
+        json_of(&run(&["status", "--json"])),
+        expected_status(),
+        "status --json under {under}"
+    );
+    let doctor = run(&["doctor", "--otlp", "off"]);
+    assert_success(&doctor);
+    let text = String::from_utf8_lossy(&doctor.stdout);
+    for path in paths {
+        assert!(text.contains(path), "doctor names {path}:\n{text}");
+    }
+    let want = status_totals(&expected_status());
+    for receiver in [Receiver::grpc(), Receiver::http()] {
+        let out = run(&[
+            "once",
+            "--otlp-endpoint",
+            &receiver.endpoint,
+            "--otlp-protocol",
+            receiver.protocol,
+        ]);
+        assert_success(&out);
+        assert_eq!(
+            receiver.backend_totals(),
+            want,
+            "what {} received under {under}",
+            receiver.protocol
+        );
+    }
+}
+
 #[test]
 #[ignore = "needs cargo xtask dist (target/dist), wine64 and mingw-w64 (.ci/run installs them)"]
 fn windows_exe_counts_the_ledger_in_appdata_exactly() {
@@ -393,39 +428,14 @@ fn windows_exe_counts_the_ledger_in_appdata_exactly() {
     );
     let run = |args: &[&str]| wine.command(&exe).args(args).output().unwrap();
 
-    assert_success(&run(&["once", "--otlp", "off"]));
-    assert_eq!(
-        json_of(&run(&["status", "--json"])),
-        expected_status(),
-        "status --json under Wine"
+    counts_names_its_paths_and_exports(
+        "Wine",
+        &run,
+        &[
+            r"AppData\Roaming\reasonix\stats",
+            r"AppData\Local\reasonix-exporter",
+        ],
     );
-    let doctor = run(&["doctor", "--otlp", "off"]);
-    let text = String::from_utf8_lossy(&doctor.stdout);
-    assert_success(&doctor);
-    for path in [
-        r"AppData\Roaming\reasonix\stats",
-        r"AppData\Local\reasonix-exporter",
-    ] {
-        assert!(text.contains(path), "doctor names {path}:\n{text}");
-    }
-    // Both OTLP transports, to receivers on this machine.
-    let want = status_totals(&expected_status());
-    for receiver in [Receiver::grpc(), Receiver::http()] {
-        let out = run(&[
-            "once",
-            "--otlp-endpoint",
-            &receiver.endpoint,
-            "--otlp-protocol",
-            receiver.protocol,
-        ]);
-        assert_success(&out);
-        assert_eq!(
-            receiver.backend_totals(),
-            want,
-            "what {} received",
-            receiver.protocol
-        );
-    }
 }
 
 #[test]
@@ -468,35 +478,11 @@ fn arm64_binary_counts_the_ledger_in_home_exactly() {
         String::from_utf8_lossy(&file.stdout).contains("ARM aarch64"),
         "an arm64 binary"
     );
-    assert_success(&run(&["once", "--otlp", "off"]));
-    assert_eq!(
-        json_of(&run(&["status", "--json"])),
-        expected_status(),
-        "status --json under qemu"
+    counts_names_its_paths_and_exports(
+        "qemu",
+        &run,
+        &[".reasonix/stats", ".local/state/reasonix-exporter"],
     );
-    let doctor = run(&["doctor", "--otlp", "off"]);
-    assert_success(&doctor);
-    let text = String::from_utf8_lossy(&doctor.stdout);
-    for path in [".reasonix/stats", ".local/state/reasonix-exporter"] {
-        assert!(text.contains(path), "doctor names {path}:\n{text}");
-    }
-    let want = status_totals(&expected_status());
-    for receiver in [Receiver::grpc(), Receiver::http()] {
-        let out = run(&[
-            "once",
-            "--otlp-endpoint",
-            &receiver.endpoint,
-            "--otlp-protocol",
-            receiver.protocol,
-        ]);
-        assert_success(&out);
-        assert_eq!(
-            receiver.backend_totals(),
-            want,
-            "what {} received",
-            receiver.protocol
-        );
-    }
 }
 
 #[test]
