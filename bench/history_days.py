@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`history` measured again on a scenario of its own, apart from tests/history.rs: a realistic
+"""`history` measured again on a scenario of its own, apart from tests/history/: a realistic
 seeded ledger (gen_ledger: every kind of line Reasonix writes, four zones, lines out of time
 order within a file), a copy of a day file and a line that is not JSON, two exporters on their
 defaults but a 10 s export interval, the live stream running on with new lines. Three paths:

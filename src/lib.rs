@@ -2,13 +2,14 @@
 //!
 //! Data flows one way: [`ledger`] (find, tail, decode) → [`series`] (the data model) →
 //! [`store`] (seen set, totals, checkpoints) → [`upgrade`] → [`ingest`] → [`export`] (OTLP, `/metrics`) → [`history`] →
-//! [`settings`] → [`daemon`] (`run`) and [`cli`]; below them all, [`bytes`], [`said`], [`shown`],
+//! [`settings`] → [`daemon`] (`run`) and [`cli`]; below them all, [`bytes`], [`shown`], [`events`],
 //! [`paths`] and [`files`].
 //! `tests/layers.rs` checks that no module uses one above it (the order is in docs/design.md).
 
 pub mod bytes;
 pub mod cli;
 pub mod daemon;
+pub mod events;
 pub mod export;
 pub mod files;
 pub mod history;
@@ -16,7 +17,6 @@ pub mod ingest;
 pub mod ledger;
 pub mod paths;
 pub mod rules;
-pub mod said;
 pub mod sandbox;
 pub mod series;
 pub mod settings;

@@ -1,12 +1,8 @@
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use clap::Parser;
-use tracing_subscriber::EnvFilter;
-use tracing_subscriber::field::RecordFields;
-use tracing_subscriber::fmt::FormatFields;
-use tracing_subscriber::fmt::format::{DefaultFields, Writer};
 
 use reasonix_exporter::cli::args::{Cli, Command, LogFormat, Options};
 use reasonix_exporter::cli::{self, doctor, generate, history, once, status};
@@ -102,61 +98,13 @@ fn sandboxed(settings: Settings) -> anyhow::Result<Settings> {
     Ok(settings)
 }
 
-/// `--log-level` wins over `RUST_LOG`; info by default. Logs go to stderr, one line per event.
+/// `--log-level` wins over `RUST_LOG`; info by default. Logs go to stderr, one line per event
+/// (docs/design.md, "Logs").
 fn init_logging(options: &Options) -> anyhow::Result<()> {
-    let filter = match &options.log_level {
-        Some(level) => EnvFilter::try_new(level).map_err(|_| {
-            anyhow::anyhow!("--log-level '{level}' is not a level: use error, warn, info, debug or trace")
-        })?,
-        None => EnvFilter::try_from_default_env()
-            .unwrap_or_else(|_| EnvFilter::new(reasonix_exporter::settings::catalog::LOG_LEVEL.value)),
-    };
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_target(false);
-    match options.log_format {
-        // Every event's fields (`event`, and `file`, `count`, `error`… where it has them) for
-        // log shippers to filter on; docs/design.md, "Logs".
-        LogFormat::Json => builder.json().init(),
-        LogFormat::Text => builder
-            .fmt_fields(Sentences)
-            .with_ansi(std::io::stderr().is_terminal())
-            .init(),
-    }
-    Ok(())
-}
-
-/// The text format's fields: an event of ours (it has an `event` name) shows its sentence alone,
-/// which says every value its fields hold; any other (a library's, at debug) shows its fields as
-/// the default format does.
-struct Sentences;
-
-impl<'writer> FormatFields<'writer> for Sentences {
-    fn format_fields<R: RecordFields>(&self, mut writer: Writer<'writer>, fields: R) -> std::fmt::Result {
-        let mut seen = Sentence::default();
-        fields.record(&mut seen);
-        match seen {
-            Sentence { named: true, message } => writer.write_str(&message),
-            _ => DefaultFields::new().format_fields(writer, fields),
-        }
-    }
-}
-
-#[derive(Default)]
-struct Sentence {
-    named: bool,
-    message: String,
-}
-
-impl tracing::field::Visit for Sentence {
-    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-        match field.name() {
-            "message" => self.message = format!("{value:?}"),
-            "event" => self.named = true,
-            _ => {}
-        }
-    }
+    let json = matches!(options.log_format, LogFormat::Json);
+    let default_level = reasonix_exporter::settings::catalog::LOG_LEVEL.value;
+    reasonix_exporter::events::init(options.log_level.as_deref(), default_level, json)
+        .map_err(anyhow::Error::msg)
 }
 
 /// The daemon gets two workers (ingestion, and the HTTP server and exports); `once` needs one.

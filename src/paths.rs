@@ -34,7 +34,7 @@ impl std::fmt::Display for Origin {
 /// Reasonix's stats folder: `<state root>/stats`, where the state root is `$REASONIX_STATE_HOME`,
 /// else `state` in the `[storage]` table of `<Reasonix home>/config.toml`, else the Reasonix home:
 /// `$REASONIX_HOME`, else `%APPDATA%\reasonix` on Windows, else `~/.reasonix`
-/// (`../shared/spec/ledger.md`, "Where it is"). Returns `None` only when no home folder can be
+/// (`docs/ledger-format.md`, "Where the files are"). Returns `None` only when no home folder can be
 /// found either.
 pub fn reasonix_stats_dir(env: Env<'_>) -> Option<(PathBuf, Origin)> {
     if let Some(root) = env("REASONIX_STATE_HOME").and_then(|v| clean_path(&v, env)) {
@@ -94,9 +94,10 @@ pub fn home_dir(env: Env<'_>) -> Option<PathBuf> {
         .or_else(std::env::home_dir)
 }
 
-/// Cleans a path setting the way Reasonix does: trims white space, expands `$VAR`, `${VAR}` and a
-/// leading `~`, and makes a relative path absolute. A blank value is `None` (unset). The bytes
-/// are kept as they are: a path need not be UTF-8, here or in a variable it names.
+/// Cleans a path setting the way Reasonix does: trims white space, expands `$VAR`, `${VAR}`
+/// (`%VAR%` too on Windows) and a leading `~`, and makes a relative path absolute. A blank value
+/// is `None` (unset). The bytes are kept as they are: a path need not be UTF-8, here or in a
+/// variable it names.
 pub fn clean_path(value: &OsStr, env: Env<'_>) -> Option<PathBuf> {
     cleaned(value, env).0
 }
@@ -117,6 +118,11 @@ fn cleaned(value: &OsStr, env: Env<'_>) -> (Option<PathBuf>, Option<String>) {
         return (None, None);
     }
     let (expanded, unset) = expand_vars(trimmed, env);
+    let expanded = if cfg!(windows) {
+        expand_percent_vars(&expanded, env)
+    } else {
+        expanded
+    };
     (absolute(expanded, env), unset)
 }
 
@@ -183,6 +189,35 @@ fn expand_vars(text: &[u8], env: Env<'_>) -> (Vec<u8>, Option<String>) {
     (out, unset)
 }
 
+/// `%NAME%` replaced by the variable's value, as Reasonix does on Windows after `$NAME`. A name
+/// that is unset, or a `%` with no closing one, stays as it is (as in `cmd.exe`).
+fn expand_percent_vars(text: &[u8], env: Env<'_>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.iter().position(|b| *b == b'%') {
+        out.extend_from_slice(&rest[..open]);
+        let after = &rest[open + 1..];
+        let value = after
+            .iter()
+            .position(|b| *b == b'%')
+            .filter(|end| *end > 0)
+            .and_then(|end| Some((std::str::from_utf8(&after[..end]).ok()?, end)))
+            .and_then(|(name, end)| Some((env(name)?, end)));
+        match value {
+            Some((value, end)) => {
+                out.extend_from_slice(value.as_encoded_bytes());
+                rest = &after[end + 1..];
+            }
+            None => {
+                out.push(b'%');
+                rest = after;
+            }
+        }
+    }
+    out.extend_from_slice(rest);
+    out
+}
+
 /// `bytes` without the white space around it, Unicode's as Go's `strings.TrimSpace` takes it
 /// (U+00A0 included) where the bytes are UTF-8, ASCII's where they are not.
 pub fn trim_space(bytes: &[u8]) -> &[u8] {
@@ -214,7 +249,7 @@ pub fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> + use
 mod tests {
     use super::*;
 
-    // Unix: Unix paths and HOME; the Windows defaults are run under Wine by tests/shipped.rs.
+    // Unix: Unix paths and HOME; the Windows defaults are run under Wine by tests/shipped/.
     #[cfg(unix)]
     #[test]
     fn state_home_wins_over_reasonix_home() {
@@ -228,7 +263,7 @@ mod tests {
         assert_eq!(origin, Origin::Env("REASONIX_STATE_HOME"));
     }
 
-    // Unix: Unix paths and HOME; the Windows defaults are run under Wine by tests/shipped.rs.
+    // Unix: Unix paths and HOME; the Windows defaults are run under Wine by tests/shipped/.
     #[cfg(unix)]
     #[test]
     fn blank_variable_counts_as_unset() {
@@ -245,7 +280,7 @@ mod tests {
         );
     }
 
-    // Unix: Unix paths and HOME; the Windows defaults are run under Wine by tests/shipped.rs.
+    // Unix: Unix paths and HOME; the Windows defaults are run under Wine by tests/shipped/.
     #[cfg(unix)]
     #[test]
     fn white_space_around_a_path_is_trimmed_as_go_trims_it() {
@@ -253,7 +288,7 @@ mod tests {
         assert_eq!(reasonix_stats_dir(&env).unwrap().0, PathBuf::from("/rx/stats"));
     }
 
-    // Unix: Unix paths and HOME; the Windows defaults are run under Wine by tests/shipped.rs.
+    // Unix: Unix paths and HOME; the Windows defaults are run under Wine by tests/shipped/.
     #[cfg(unix)]
     #[test]
     fn tilde_and_variables_expand() {
@@ -281,7 +316,7 @@ mod tests {
         assert_eq!(origin, Origin::Env("REASONIX_HOME"));
     }
 
-    // Unix: Unix paths and HOME; the Windows defaults are run under Wine by tests/shipped.rs.
+    // Unix: Unix paths and HOME; the Windows defaults are run under Wine by tests/shipped/.
     #[cfg(unix)]
     #[test]
     fn reasonix_studios_storage_state_comes_after_the_variable_and_before_the_home() {
@@ -310,6 +345,16 @@ mod tests {
                 "{broken:?} names nothing"
             );
         }
+    }
+
+    #[test]
+    fn percent_variables_expand_as_on_windows_and_unset_ones_stay() {
+        let env = env_of(&[("APPDATA", "C:\\Users\\a\\AppData"), ("X", "x")]);
+        let expand = |text: &str| expand_percent_vars(text.as_bytes(), &env);
+        assert_eq!(expand("%APPDATA%\\rx"), b"C:\\Users\\a\\AppData\\rx");
+        assert_eq!(expand("%NOPE%\\%X%"), b"%NOPE%\\x");
+        assert_eq!(expand("100%%X%"), b"100%x");
+        assert_eq!(expand("a%X"), b"a%X");
     }
 
     #[test]

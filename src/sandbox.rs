@@ -12,6 +12,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::events::daemon as events;
+
 static ENFORCED: AtomicBool = AtomicBool::new(false);
 
 /// Why there is no sandbox where landlock is missing, for the log and for `doctor`.
@@ -171,28 +173,11 @@ fn restrict(_stats_dir: &Path, _state_dir: &Path) -> Result<Outcome, SandboxErro
 /// The start-up line that says what the sandbox does.
 pub fn log(outcome: &Outcome, stats_dir: &Path, state_dir: &Path) {
     match outcome {
-        Outcome::Enforced | Outcome::PartlyEnforced => tracing::info!(
-            event = "sandbox.entered",
-            "sandbox: landlock {}: reads limited to {}, writes to {}",
-            if *outcome == Outcome::Enforced {
-                "enforced"
-            } else {
-                "partly enforced (older kernel)"
-            },
-            stats_dir.display(),
-            state_dir.display()
-        ),
-        Outcome::Unsupported => {
-            tracing::info!(
-                event = "sandbox.unavailable",
-                "sandbox: {UNAVAILABLE}; running without it"
-            )
+        Outcome::Enforced | Outcome::PartlyEnforced => {
+            events::sandbox_entered(*outcome == Outcome::Enforced, stats_dir, state_dir)
         }
-        Outcome::Off => tracing::debug!(event = "sandbox.off", "sandbox: off (--sandbox off)"),
-        Outcome::NoStatsDir => tracing::warn!(
-            event = "sandbox.not_entered",
-            "sandbox: not entered, because the stats dir {} does not exist yet; restart the exporter once Reasonix has created it",
-            stats_dir.display()
-        ),
+        Outcome::Unsupported => events::sandbox_unavailable(UNAVAILABLE),
+        Outcome::Off => events::sandbox_off(),
+        Outcome::NoStatsDir => events::sandbox_not_entered(stats_dir),
     }
 }

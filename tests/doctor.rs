@@ -109,7 +109,7 @@ fn unreachable_collector_and_taken_port_are_problems_with_fixes() {
     drop(taken);
 }
 
-/// `../shared/spec/ledger.md`, "Where it is": a state root Reasonix Studio moved with
+/// `docs/ledger-format.md`, "Where the files are": a state root Reasonix Studio moved with
 /// `[storage] state` in Reasonix's `config.toml` is where the ledger is counted from, and
 /// `doctor` says which link of the chain decided. The config file is never written.
 #[test]

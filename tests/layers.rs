@@ -3,12 +3,13 @@
 //! function outside tests is longer than 80 lines. docs/design.md describes the layers. And of the
 //! tests: one that may skip is `#[ignore]`d with what it needs.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The top-level modules, lowest first: each may use only those before it.
 const LAYERS: [&str; 18] = [
-    "bytes", "said", "shown", "paths", "files", "ledger", "series", "store", "upgrade", "ingest", "snapshot",
-    "export", "history", "sandbox", "settings", "daemon", "rules", "cli",
+    "bytes", "shown", "events", "paths", "files", "ledger", "series", "store", "upgrade", "ingest",
+    "snapshot", "export", "history", "sandbox", "settings", "daemon", "rules", "cli",
 ];
 
 const MAX_FILE_LINES: usize = 500;
@@ -90,7 +91,8 @@ fn no_module_uses_one_above_it() {
 
 /// The rooms inside the store and around it, each the only place that knows its concern:
 /// sled and the store's keys (`store/engine/`), the stored byte layouts' reader (`bytes.rs`),
-/// old formats (`store/upgrade/`, `upgrade/`), and the log's events, each with an `event` name.
+/// old formats (`store/upgrade/`, `upgrade/`), and the log (`events/`, each event with an
+/// `event` name).
 #[test]
 fn each_concern_stays_in_its_room() {
     let mut wrong = Vec::new();
@@ -126,15 +128,12 @@ fn each_concern_stays_in_its_room() {
                 ));
             }
         }
+        if !rel.starts_with("events/") && code.contains("tracing::") {
+            wrong.push(format!("src/{rel}: a log call outside src/events/ (tracing::)"));
+        }
         for (at, _) in code.match_indices("tracing::") {
             let call: String = code[at..].chars().take(160).collect();
-            let is_event = ["info!(", "warn!(", "error!(", "debug!(", "trace!("]
-                .iter()
-                .any(|level| call["tracing::".len()..].starts_with(level));
-            let named = call
-                .split_once('(')
-                .is_some_and(|(_, args)| args.trim_start().starts_with("event = "));
-            if is_event && !named {
+            if level_of(&call).is_some() && event_name(&call).is_none() {
                 wrong.push(format!(
                     "src/{rel}: a log event without an `event` name: {}",
                     call.lines().next().unwrap_or("")
@@ -143,6 +142,64 @@ fn each_concern_stays_in_its_room() {
         }
     }
     assert!(wrong.is_empty(), "out of their rooms:\n{}", wrong.join("\n"));
+}
+
+/// The level of a `tracing::` call that makes an event.
+fn level_of(call: &str) -> Option<&'static str> {
+    let rest = call.strip_prefix("tracing::")?;
+    ["error", "warn", "info", "debug", "trace"]
+        .into_iter()
+        .find(|level| rest.starts_with(&format!("{level}!(")))
+}
+
+/// The `event = "…"` name an event call starts with.
+fn event_name(call: &str) -> Option<&str> {
+    let (_, args) = call.split_once('(')?;
+    let rest = args.trim_start().strip_prefix("event = \"")?;
+    rest.split_once('"').map(|(name, _)| name)
+}
+
+/// docs/design.md's "Logs" table lists every event src/events/ has, at the levels it has, and
+/// no other.
+#[test]
+fn the_log_table_in_the_design_is_the_events_module() {
+    let mut said: BTreeMap<String, BTreeSet<&str>> = BTreeMap::new();
+    for (rel, _, text) in all_sources() {
+        for (at, _) in text.match_indices("tracing::") {
+            let call: String = text[at..].chars().take(160).collect();
+            if let (Some(level), Some(name), true) =
+                (level_of(&call), event_name(&call), rel.starts_with("events/"))
+            {
+                said.entry(name.to_string()).or_default().insert(level);
+            }
+        }
+    }
+    let said: BTreeMap<String, String> = said
+        .into_iter()
+        .map(|(name, levels)| (name, levels.into_iter().collect::<Vec<_>>().join(", ")))
+        .collect();
+    let design =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/design.md")).unwrap();
+    let logs = design
+        .split("\n## Logs\n")
+        .nth(1)
+        .unwrap()
+        .split("\n## ")
+        .next()
+        .unwrap();
+    let table: BTreeMap<String, String> = logs
+        .lines()
+        .filter_map(|line| {
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            let name = cells.get(1)?.strip_prefix('`')?.strip_suffix('`')?;
+            Some((name.to_string(), cells.get(2)?.to_string()))
+        })
+        .collect();
+    assert!(said.len() > 40, "the events were found: {said:?}");
+    assert_eq!(
+        table, said,
+        "docs/design.md \"Logs\" (left) against src/events/ (right)"
+    );
 }
 
 #[test]
@@ -187,6 +244,23 @@ fn files_and_functions_stay_small() {
         }
     }
     assert!(wrong.is_empty(), "over the limits:\n{}", wrong.join("\n"));
+}
+
+/// The tests are held to the size rule of `src/`: no file of `tests/` holds more than 500 lines
+/// (a test binary too long for one file is a folder, `tests/NAME/main.rs` and its modules).
+#[test]
+fn test_files_stay_small() {
+    let mut files = Vec::new();
+    sources(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests"), &mut files);
+    files.sort();
+    let long: Vec<String> = files
+        .iter()
+        .map(|path| (path, std::fs::read_to_string(path).unwrap().lines().count()))
+        .filter(|(_, lines)| *lines > MAX_FILE_LINES)
+        .map(|(path, lines)| format!("{}: {lines} lines", path.display()))
+        .collect();
+    assert!(files.len() > 40, "the test files were found: {files:?}");
+    assert!(long.is_empty(), "over the limit:\n{}", long.join("\n"));
 }
 
 /// What a test calls when what it needs (a server, a tool, root, a kernel feature) may be
@@ -239,10 +313,23 @@ fn a_test_that_may_skip_is_ignored_with_what_it_needs() {
     let mut bare = Vec::new();
     for entry in std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests")).unwrap() {
         let path = entry.unwrap().path();
-        if path.extension().is_none_or(|e| e != "rs") || path.ends_with("layers.rs") {
+        // A test binary is `tests/NAME.rs`, or `tests/NAME/main.rs` with its modules beside it,
+        // read as one text: a helper in `main.rs` may skip for a test in a module.
+        let text = if path.join("main.rs").is_file() {
+            let mut files = Vec::new();
+            sources(&path, &mut files);
+            files.sort();
+            files
+                .iter()
+                .map(|f| std::fs::read_to_string(f).unwrap())
+                .collect::<Vec<_>>()
+                .join("\n")
+        } else if path.extension().is_some_and(|e| e == "rs") && !path.ends_with("layers.rs") {
+            std::fs::read_to_string(&path).unwrap()
+        } else {
             continue;
-        }
-        let fns = functions(&std::fs::read_to_string(&path).unwrap());
+        };
+        let fns = functions(&text);
         let mut skipping: Vec<&str> = Vec::new();
         loop {
             let more: Vec<&str> = fns

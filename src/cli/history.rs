@@ -6,6 +6,7 @@ use std::io::Write;
 use std::time::Instant;
 
 use super::args::HistoryFormat;
+use crate::events::history as events;
 use crate::export::payload::Temporality;
 use crate::export::transport::redacted;
 use crate::history::check::{self, Labels, Verdict};
@@ -56,19 +57,7 @@ pub fn history(
     let progress = |p: &Progress| {
         if said.elapsed().as_secs() >= PROGRESS_EVERY_S {
             said = Instant::now();
-            tracing::info!(
-                event = "history.progress",
-                pass = p.pass,
-                files = p.files_done,
-                lines = p.lines,
-                "history: {} {} of {} ledger files ({} of {} MiB), {} lines",
-                p.pass,
-                p.files_done,
-                p.files,
-                p.bytes_done >> 20,
-                p.bytes >> 20,
-                p.lines
-            );
+            events::progress(p);
         }
     };
     let stats_dir = &settings.stats_dir.value;
@@ -131,12 +120,7 @@ fn check_labels(
     ))?;
     match check::verdict(&own, given, &live, instance) {
         Verdict::Match(series) => {
-            tracing::info!(
-                event = "history.checked",
-                series,
-                "history: all {series} series of the history are live series in {}, labels and all",
-                redacted(url)
-            );
+            events::checked(series, &redacted(url));
             Ok(())
         }
         Verdict::Missing { series, found } => {
@@ -168,35 +152,18 @@ fn otlp_sink(settings: &Settings) -> anyhow::Result<OtlpSink> {
             _ => None,
         })
         .collect();
-    tracing::info!(
-        event = "history.resource",
-        "history: sent as the live stream is, under the resource {} (from this run's settings and environment: run it with the exporter's own)",
-        attributes.join(",")
-    );
+    events::resource(&attributes.join(","));
     Ok(OtlpSink::new(&otlp.target, resource)?)
 }
 
 /// The closing lines: files left out, and what was written where.
 fn say_written(summary: &history::Summary, grid: &Grid, started: Instant, to: &str) {
     for file in &summary.files_missing {
-        tracing::warn!(
-            event = "history.file_changed",
-            file = %file,
-            "history: ledger file {file} is gone or no longer holds what the store counted; its lines are not in the history (each series still ends at or below what the stream first sent)"
-        );
+        events::file_changed(file);
     }
-    tracing::info!(
-        event = "history.written",
-        lines = summary.lines,
-        series = summary.series,
-        points = summary.points,
-        "history: {} lines as {} points of {} series, in {:.1} s, to {to}, every point before the stream's first (step {} s)",
-        summary.lines,
-        summary.points,
-        summary.series,
-        started.elapsed().as_secs_f64(),
-        grid.step_ms() / 1000
-    );
+    let step_s = (grid.step_ms() / 1000) as u64;
+    let seconds = started.elapsed().as_secs_f64();
+    events::written(summary.lines, summary.points, summary.series, seconds, to, step_s);
     let _ = std::io::stderr().flush();
 }
 

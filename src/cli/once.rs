@@ -3,6 +3,7 @@
 use std::io::ErrorKind;
 use std::sync::atomic::AtomicBool;
 
+use crate::events::{self, ledger::Retry};
 use crate::export::otlp::OtlpExporter;
 use crate::export::self_metrics::SelfStats;
 use crate::ingest::{self, IngestError};
@@ -41,11 +42,7 @@ pub async fn once(settings: &Settings) -> anyhow::Result<()> {
         }
         // Nothing to read yet is not a failure: the store's totals still go out.
         Err(IngestError::StatsDir { source, .. }) if source.kind() == ErrorKind::NotFound => {
-            tracing::warn!(event = "stats_dir.missing", origin = %settings.stats_dir.origin,
-                "stats dir {} does not exist yet (from {}); nothing to read. Is Reasonix installed? Set --stats-dir or REASONIX_HOME if it lives elsewhere",
-                stats_dir.display(),
-                settings.stats_dir.origin
-            )
+            events::ledger::stats_dir_missing(stats_dir, &settings.stats_dir.origin, false)
         }
         Err(e) => return Err(e.into()),
     }
@@ -60,9 +57,11 @@ pub async fn once(settings: &Settings) -> anyhow::Result<()> {
     let report = exporter.export(&mut store, &self_stats).await.map_err(|e| {
         anyhow::anyhow!("{e}; nothing was lost: what was ingested stays committed and is exported next time")
     })?;
-    crate::export::otlp::warn_held(report.held);
+    if report.held > 0 {
+        events::export::held(report.held);
+    }
     if let Some(warning) = report.accepted.warning() {
-        crate::export::health::warn_partial(&warning);
+        events::export::partial(&warning);
     }
     say_exported(&report, &otlp.target.shown_endpoint());
     store.close_without_fsync()?;
@@ -72,47 +71,22 @@ pub async fn once(settings: &Settings) -> anyhow::Result<()> {
 /// What the poll read, and the files it could not.
 fn say_ingested(report: &ingest::PollReport) {
     let c = report.counts;
-    tracing::info!(
-        event = "ingest.once",
-        counted = c.counted,
-        duplicate = c.duplicate,
-        rejected = c.rejected_total(),
-        count = report.files_read,
-        duration_ms = report.elapsed.as_millis() as u64,
-        "ingested {} new lines ({} duplicate, {} rejected) from {} of {} files in {:.3} ms (the files listed in {:.3} ms beside the store's open)",
-        c.counted,
-        c.duplicate,
-        c.rejected_total(),
-        report.files_read,
-        report.files,
-        report.elapsed.as_secs_f64() * 1000.0,
-        report.listed_in.as_secs_f64() * 1000.0
+    events::ledger::read_once(
+        (c.counted, c.duplicate, c.rejected_total()),
+        (report.files_read, report.files),
+        report.elapsed,
+        report.listed_in,
     );
-    if report.files_failed > 0 {
-        tracing::warn!(
-            event = "ledger.unreadable",
-            count = report.files_failed,
-            "{} ledger files could not be read this time; they are retried on the next run{}",
-            report.files_failed,
-            crate::sandbox::permission_hint()
-        );
-    }
+    let first = report.first_failure.as_ref();
+    crate::daemon::warn_unreadable(report.files_failed, first, Retry::NextRun);
 }
 
 /// What the export did, in one line.
 fn say_exported(report: &crate::export::otlp::ExportReport, endpoint: &str) {
     if report.requests == 0 {
         // Delta with no new lines: nothing to send, and the collector was not asked anything.
-        tracing::info!(
-            event = "export.nothing_new",
-            "nothing new to export ({endpoint} was not contacted)"
-        );
+        events::export::nothing_new(endpoint);
     } else {
-        tracing::info!(
-            event = "export.sent",
-            count = report.data_points,
-            "exported {} data points to {endpoint}",
-            report.data_points
-        );
+        events::export::sent(report.data_points, endpoint);
     }
 }

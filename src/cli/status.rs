@@ -29,11 +29,7 @@ pub fn status(settings: &Settings, json: bool) -> anyhow::Result<()> {
                     path.display()
                 )
             })?;
-            tracing::debug!(
-                event = "status.from_snapshot",
-                "read from the running exporter's last commit{}",
-                owner.map(|p| format!(" (pid {p})")).unwrap_or_default()
-            );
+            crate::events::daemon::status_from_snapshot(owner);
             (doc, 0)
         }
         Err(e) => return Err(e.into()),

@@ -8,6 +8,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::Daemon;
+use crate::events;
 use crate::export::backoff::Backoff;
 use crate::export::health::ExportHealth;
 use crate::export::otlp::{ExportError, OtlpExporter, Outgoing, Sent};
@@ -58,7 +59,7 @@ impl Exports {
             _ => (self.health.not_sent(), None),
         };
         if begins {
-            tracing::warn!(event = "export.outage", error = %e, "{e}; retrying with backoff while ingestion goes on (one warning per outage)");
+            events::export::outage(e);
         }
         // A collector that says when to come back is taken at its word (capped).
         self.retry_at = Some(Instant::now() + self.backoff.next_wait(asked));
@@ -68,9 +69,9 @@ impl Exports {
     fn note_held(&mut self, held: usize) {
         if held != self.held {
             self.held = held;
-            crate::export::otlp::warn_held(held);
-            if held == 0 {
-                tracing::info!(event = "export.held_over", "no data point is held back any more");
+            match held {
+                0 => events::export::held_over(),
+                held => events::export::held(held),
             }
         }
     }
@@ -113,12 +114,7 @@ impl Daemon {
         match exports.exporter.complete(store, outgoing, sent) {
             Ok(report) => {
                 if let Some(lasted) = exports.health.outage_lasted() {
-                    tracing::info!(
-                        event = "export.outage_over",
-                        duration_ms = lasted.as_millis() as u64,
-                        "export to {} works again after {lasted:.0?}; nothing was lost",
-                        exports.exporter.endpoint(),
-                    );
+                    events::export::outage_over(&exports.exporter.endpoint(), lasted);
                 }
                 exports.health.accepted(report.accepted.warning());
                 exports.backoff.reset();
@@ -131,7 +127,7 @@ impl Daemon {
             Err(e) => exports.failed(&e),
         }
         if let Err(e) = exports.health.save(&self.settings.state_dir.value) {
-            tracing::debug!(event = "state.write_failed", file = "export-health.json", error = %e, "cannot write the export health file in the state dir: {e}");
+            events::store::state_write_failed("export-health.json", "write the export health file", &e, true);
         }
         self.publish();
         Ok(())

@@ -5,6 +5,7 @@ use std::io::ErrorKind;
 
 use super::Daemon;
 use super::stats_dir::{Listed, warn_unreadable};
+use crate::events::ledger::{self as events, Retry};
 use crate::ingest::{self, IngestError};
 use crate::store::StoreError;
 
@@ -56,25 +57,16 @@ impl Daemon {
                 }
                 self.stats_dir.present(&stats_dir, &self.settings);
                 if report.counts.read() > 0 {
-                    tracing::debug!(
-                        event = "ingest.poll",
-                        counted = report.counts.counted,
-                        duplicate = report.counts.duplicate,
-                        rejected = report.counts.rejected_total(),
-                        duration_ms = report.duration().as_millis() as u64,
-                        "ingested {} new lines ({} duplicate, {} rejected) in {:?}",
-                        report.counts.counted,
-                        report.counts.duplicate,
-                        report.counts.rejected_total(),
-                        report.duration()
-                    );
+                    let c = &report.counts;
+                    events::polled(c.counted, c.duplicate, c.rejected_total(), report.duration());
                 }
                 if report.files_failed > 0 {
                     if self.stats_dir.unreadable.begins() {
-                        warn_unreadable(report.files_failed, report.first_failure.as_ref());
+                        let first = report.first_failure.as_ref();
+                        warn_unreadable(report.files_failed, first, Retry::EveryPoll);
                     }
                 } else if self.stats_dir.unreadable.ends().is_some() {
-                    tracing::info!(event = "ledger.readable", "every ledger file can be read again");
+                    events::readable();
                 }
                 self.last_poll = report;
                 self.caught_up = true;

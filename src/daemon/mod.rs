@@ -25,6 +25,7 @@ use std::time::Duration;
 use anyhow::Context;
 use tokio::sync::{Notify, watch};
 
+use crate::events::{self, daemon::Stopped};
 use crate::export::otlp::{ExportError, OtlpExporter};
 use crate::export::prometheus::{self, ScrapeView};
 use crate::export::self_metrics::SelfStats;
@@ -35,6 +36,7 @@ use exports::{Exports, join, sleep_until};
 use publish::Published;
 use signals::StopSignals;
 use stats_dir::StatsDir;
+pub use stats_dir::warn_unreadable;
 use store_fault::StoreFault;
 
 /// How long a graceful stop may spend on the last export, so that the process is gone within
@@ -70,7 +72,7 @@ pub async fn run(settings: &Settings) -> anyhow::Result<()> {
             format!("cannot listen on {addr} for Prometheus (from {}); choose another address with --prometheus, or --prometheus off", settings.prometheus.origin)
         })?;
         let bound = listener.local_addr().unwrap_or(addr);
-        tracing::info!(event = "prometheus.serving", address = %bound, "serving Prometheus metrics on http://{bound}/metrics");
+        events::export::serving(&bound);
         serving = Some(bound.to_string());
         listening = Some(listener);
     }
@@ -199,10 +201,7 @@ impl Daemon {
         if let Some(in_flight) = self.exports.as_mut().and_then(|x| x.in_flight.take()) {
             match tokio::time::timeout_at(deadline, in_flight).await {
                 Ok(Ok(done)) => self.finish_export(done)?,
-                _ => tracing::warn!(
-                    event = "export.abandoned",
-                    "the export in flight did not finish; the next export supersedes it"
-                ),
+                _ => events::export::abandoned(),
             }
         }
         let self_stats = self.self_stats();
@@ -210,41 +209,18 @@ impl Daemon {
             self.published.note_the_last(store);
         }
         if self.store.is_none() {
-            tracing::warn!(
-                event = "daemon.stopped",
-                outcome = "paused",
-                "stopped while counting was paused; the next start resumes it from the ledger"
-            );
+            events::daemon::stopped(Stopped::Paused);
         } else if let (Some(exports), Some(store)) = (self.exports.as_mut(), self.store.as_mut()) {
             let last = exports.exporter.export(store, &self_stats);
-            match tokio::time::timeout_at(deadline, last).await {
-                Ok(Ok(_)) => tracing::info!(
-                    event = "daemon.stopped",
-                    outcome = "exported",
-                    "stopped; everything committed was exported"
-                ),
-                Ok(Err(ExportError::Store(e))) => {
-                    tracing::warn!(event = "daemon.stopped", outcome = "store_failed", error = %e,
-                        "stopped; the store could not be written ({e}); the next start resumes from the ledger"
-                    )
-                }
-                Ok(Err(e)) => {
-                    tracing::warn!(event = "daemon.stopped", outcome = "export_failed", error = %e, "stopped; the last export failed ({e}); the next run sends it")
-                }
-                Err(_) => {
-                    tracing::warn!(
-                        event = "daemon.stopped",
-                        outcome = "export_timed_out",
-                        "stopped; the last export did not finish in time; the next run sends it"
-                    )
-                }
-            }
+            let outcome = tokio::time::timeout_at(deadline, last).await;
+            events::daemon::stopped(match &outcome {
+                Ok(Ok(_)) => Stopped::Exported,
+                Ok(Err(ExportError::Store(e))) => Stopped::StoreFailed(e),
+                Ok(Err(e)) => Stopped::ExportFailed(e),
+                Err(_) => Stopped::ExportTimedOut,
+            });
         } else {
-            tracing::info!(
-                event = "daemon.stopped",
-                outcome = "committed",
-                "stopped; everything is committed"
-            );
+            events::daemon::stopped(Stopped::Committed);
         }
         Ok(())
     }

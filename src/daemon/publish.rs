@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
+use crate::events;
 use crate::export::prometheus::ScrapeView;
 use crate::export::self_metrics::SelfStats;
 use crate::snapshot::{self, StatusJson};
@@ -53,7 +54,7 @@ impl Published {
         let series = store.lifetime().len();
         if series != self.births_noted.0 {
             if let Err(e) = store.bring_stream_back(now_ns) {
-                tracing::warn!(event = "state.write_failed", file = "stream", error = %e, "cannot note the clock's time in the state dir: {e}");
+                events::store::state_write_failed("stream", "note the clock's time", &e, false);
             }
             let absent_ns = self
                 .published_ns
@@ -66,9 +67,7 @@ impl Published {
                     self.births_noted = (series, Arc::new(born.map(|(k, v)| (k.clone(), *v)).collect()));
                 }
                 // Tried again at the next publication; until then a new series has no `_created`.
-                Err(e) => {
-                    tracing::warn!(event = "state.write_failed", file = "stream", error = %e, "cannot note new series in the state dir: {e}")
-                }
+                Err(e) => events::store::state_write_failed("stream", "note new series", &e, false),
             }
         }
         // A store rebuilt from the ledger (`--reset-state`, a deleted store) serves no less than
@@ -84,7 +83,7 @@ impl Published {
         if caught_up && noted {
             self.published_ns = Some(now_ns);
             if let Err(e) = store.note_publication(now_ns, false, &lifetime, &self_stats.counts) {
-                tracing::debug!(event = "state.write_failed", file = "stream", error = %e, "cannot note the publication in the state dir: {e}");
+                events::store::state_write_failed("stream", "note the publication", &e, true);
             }
         }
         let store = &*store;
@@ -97,7 +96,7 @@ impl Published {
             match snapshot::write(state_dir, &doc) {
                 Ok(()) => self.snapshot_counts = Some(counts),
                 Err(e) => {
-                    tracing::warn!(event = "state.write_failed", file = "status.json", error = %e, "cannot write the status snapshot in the state dir: {e}")
+                    events::store::state_write_failed("status.json", "write the status snapshot", &e, false)
                 }
             }
         }
@@ -117,7 +116,7 @@ impl Published {
         let last = self.scrape_views.borrow().clone();
         let now_ns = crate::export::otlp::now_ns();
         if let Err(e) = store.note_publication(now_ns, true, &last.lifetime, &last.self_stats.counts) {
-            tracing::debug!(event = "state.write_failed", file = "stream", error = %e, "cannot note the last publication in the state dir: {e}");
+            events::store::state_write_failed("stream", "note the last publication", &e, true);
         }
     }
 }

@@ -39,6 +39,6 @@ impl StopSignals {
         {
             let _ = tokio::signal::ctrl_c().await;
         }
-        tracing::info!(event = "daemon.stopping", "stopping");
+        crate::events::daemon::stopping();
     }
 }

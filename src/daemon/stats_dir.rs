@@ -11,11 +11,12 @@ use std::sync::Arc;
 
 use tokio::sync::Notify;
 
+use crate::events::Episode;
+use crate::events::ledger::{self as events, Retry};
 use crate::ingest::{self, FileFailure};
 use crate::ledger::checkpoint::FileStat;
 use crate::ledger::discover::LedgerFile;
 use crate::ledger::watch::{self as ledger_watch, Watcher};
-use crate::said::Episode;
 use crate::sandbox;
 use crate::settings::Settings;
 
@@ -126,28 +127,14 @@ impl StatsDir {
         self.watch_broken = false;
         let origin = &settings.stats_dir.origin;
         match (state, error) {
-            (DirState::Present, _) if !first => {
-                tracing::info!(
-                    event = "stats_dir.present",
-                    "stats dir {} is available again",
-                    dir.display()
-                )
-            }
-            (DirState::Present, _) => {
-                tracing::info!(event = "stats_dir.watching", origin = %origin, "watching {} (from {origin})", dir.display())
-            }
-            (DirState::Missing, _) => tracing::warn!(event = "stats_dir.missing", origin = %origin,
-                "stats dir {} (from {origin}) does not exist yet; waiting for it. Is Reasonix installed? Set --stats-dir or REASONIX_HOME if it lives elsewhere",
-                dir.display()
-            ),
-            (_, error) => tracing::warn!(
-                event = "stats_dir.unreadable",
-                error = error.map(|e| e.to_string()).unwrap_or_default(),
-                "stats dir {} cannot be read ({}); retrying every {:?}. Check its permissions{}",
-                dir.display(),
-                error.map(|e| e.to_string()).unwrap_or_default(),
+            (DirState::Present, _) if !first => events::stats_dir_present(dir),
+            (DirState::Present, _) => events::stats_dir_watching(dir, origin),
+            (DirState::Missing, _) => events::stats_dir_missing(dir, origin, true),
+            (_, error) => events::stats_dir_unreadable(
+                dir,
+                &error.map(|e| e.to_string()).unwrap_or_default(),
                 settings.poll_interval.value,
-                sandbox::permission_hint()
+                sandbox::permission_hint(),
             ),
         }
     }
@@ -184,32 +171,21 @@ impl StatsDir {
             Err(e) => {
                 // Tried again only when the folder comes back; until then, polling alone.
                 self.watch_broken = true;
-                tracing::warn!(event = "watch.unavailable", error = %ledger_watch::explained(&e),
-                    "file events are not available for {} ({}); polling every {:?} instead",
-                    dir.display(),
-                    ledger_watch::explained(&e),
-                    settings.poll_interval.value
-                )
+                let error = ledger_watch::explained(&e).to_string();
+                events::watch_unavailable(dir, &error, settings.poll_interval.value)
             }
         }
     }
 }
 
-/// One warning when ledger files start failing to read: the first one by name, and why.
-pub(super) fn warn_unreadable(failed: usize, first: Option<&FileFailure>) {
+/// One warning when ledger files start failing to read (`retry` says when they are tried
+/// again): the first one by name, and why.
+pub fn warn_unreadable(failed: usize, first: Option<&FileFailure>, retry: Retry) {
     let Some(first) = first else { return };
-    let others = match failed {
-        1 => String::new(),
-        n => format!(" and {} more", n - 1),
-    };
     let hint = if first.kind == ErrorKind::PermissionDenied {
         format!("; check the permissions{}", sandbox::permission_hint())
     } else {
         String::new()
     };
-    tracing::warn!(event = "ledger.unreadable", file = %crate::shown::one_line(&first.name.to_string_lossy(), 255), count = failed, error = %first.cause,
-        "ledger file {}{others} cannot be read ({}); retrying on every poll, the lines are counted once they can be{hint}",
-        crate::shown::one_line(&first.name.to_string_lossy(), 255),
-        first.cause
-    );
+    events::unreadable(failed, &first.name, &first.cause, retry, &hint);
 }

@@ -9,6 +9,7 @@ use tokio::time::Instant;
 
 use super::Daemon;
 use super::exports::FIRST_RETRY;
+use crate::events;
 use crate::export::backoff::Backoff;
 use crate::store::{Released, StoreError};
 
@@ -56,12 +57,8 @@ impl Daemon {
         let first = self.settings.poll_interval.value.max(FIRST_RETRY);
         let mut backoff = Backoff::new(first, MAX_STORE_RETRY);
         let retry = backoff.next_wait(None);
-        tracing::warn!(event = "store.paused", reason = StoreFault::what(cause), error = %cause, retry_ms = retry.as_millis() as u64,
-            "counting paused: {} (the store in {}: {cause}); nothing is lost, it resumes from the ledger on its own; retrying in {:.1?}, then less often up to every {MAX_STORE_RETRY:?}",
-            StoreFault::what(cause),
-            self.settings.state_dir.value.display(),
-            retry,
-        );
+        let state_dir = &self.settings.state_dir.value;
+        events::store::paused(StoreFault::what(cause), state_dir, cause, retry, MAX_STORE_RETRY);
         self.fault = Some(StoreFault {
             deleted: cause.kind() == ErrorKind::NotFound,
             since: Instant::now(),
@@ -83,12 +80,7 @@ impl Daemon {
         }
         match fault.released.reopen() {
             Ok(store) => {
-                tracing::info!(
-                    event = "store.resumed",
-                    duration_ms = fault.since.elapsed().as_millis() as u64,
-                    "counting resumed after {:.0?}",
-                    fault.since.elapsed()
-                );
+                events::store::resumed(fault.since.elapsed());
                 // The store may be one made anew: its first poll reads every file.
                 self.stats_dir.listed = None;
                 self.store = Some(store);

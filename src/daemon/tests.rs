@@ -1,6 +1,6 @@
 //! The daemon's timing on tokio's paused clock: what it does at which moment, exactly and in
 //! milliseconds of test time, without waiting for the wall clock. (The end-to-end tests in
-//! `tests/daemon.rs` run the real process on the wall clock, with their margins stated.)
+//! `tests/daemon/` run the real process on the wall clock, with their margins stated.)
 
 use std::path::Path;
 use std::time::Duration;

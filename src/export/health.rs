@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::events::{self, Episode};
 use crate::export::transport::SendError;
-use crate::said::Episode;
 
 /// Refusals in a row after which they are reported as one condition, not as an outage.
 const REPEATED: u64 = 3;
@@ -43,11 +43,8 @@ impl ExportHealth {
     pub fn accepted(&mut self, partial: Option<String>) {
         if partial != self.partial {
             match &partial {
-                Some(warning) => warn_partial(warning),
-                None => tracing::info!(
-                    event = "export.partial_over",
-                    "the collector accepts every data point again"
-                ),
+                Some(warning) => events::export::partial(warning),
+                None => events::export::partial_over(),
             }
         }
         let changed = self.failing_since.is_some() || partial != self.partial;
@@ -65,9 +62,7 @@ impl ExportHealth {
         if matches!(error, SendError::Refused { .. }) {
             self.refusals += 1;
             if self.refusals == REPEATED {
-                tracing::warn!(event = "export.refused_repeatedly", count = REPEATED, error = %text,
-                    "the collector has refused {REPEATED} exports in a row ({text}); nothing reaches the backend until that is fixed: check the collector's logs and limits"
-                );
+                events::export::refused_repeatedly(REPEATED, text);
             }
         } else {
             self.refusals = 0;
@@ -127,12 +122,6 @@ impl ExportHealth {
         let text = crate::files::read_own(&path_in(state_dir), crate::files::MAX_OWN_BYTES).ok()?;
         serde_json::from_slice(&text).ok()
     }
-}
-
-/// Says that the collector took an export but rejected some of its points: `warning`, its
-/// partial-success message as the exporter shows it (one inert line).
-pub fn warn_partial(warning: &str) {
-    tracing::warn!(event = "export.partial", "{warning}");
 }
 
 fn path_in(state_dir: &Path) -> PathBuf {

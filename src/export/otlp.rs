@@ -295,12 +295,7 @@ impl OtlpExporter {
                 }
                 Err(SendError::Refused { bad_data: true, .. }) => {
                     self.answered = true;
-                    tracing::warn!(
-                        event = "export.births_refused",
-                        count = outgoing.report.births,
-                        "the collector refused the zeros of {} new series as data; they are counted from their first value (docs/counting-rules.md, \"Births\")",
-                        outgoing.report.births
-                    );
+                    crate::events::export::births_refused(outgoing.report.births);
                     self.born.raise_to(births);
                     Ok(outgoing.report)
                 }
@@ -348,12 +343,7 @@ impl OtlpExporter {
         if let SendError::Refused { too_large: true, .. } = error {
             let smaller = (self.max_request_bytes / 2).max(MIN_REQUEST_BYTES);
             if smaller < self.max_request_bytes {
-                tracing::warn!(
-                    event = "export.request_shrunk",
-                    max_kib = smaller >> 10,
-                    "the collector refused a request as too large; sending requests of at most {} KiB from now on",
-                    smaller >> 10
-                );
+                crate::events::export::request_shrunk(smaller >> 10);
                 self.max_request_bytes = smaller;
             }
         }
@@ -369,15 +359,4 @@ pub fn now_ns() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)
-}
-
-/// Says that an export held points back (docs/counting-rules.md, "Never down").
-pub fn warn_held(held: usize) {
-    if held > 0 {
-        tracing::warn!(
-            event = "export.held",
-            count = held,
-            "{held} data points held back: the store is behind what was exported before (a power cut, a store put back from a backup, or a rebuilt store whose ledger lost lines); each is sent again once the ledger brings it back up"
-        );
-    }
 }

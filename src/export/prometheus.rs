@@ -68,7 +68,7 @@ pub async fn serve(listener: tokio::net::TcpListener, scrape_views: watch::Recei
         .with_state(scrape_views);
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     // Accepting fails for want of descriptors.
-    let mut starved = crate::said::Episode::default();
+    let mut starved = crate::events::Episode::default();
     loop {
         let Ok(slot) = slots.clone().acquire_owned().await else {
             return;
@@ -77,12 +77,7 @@ pub async fn serve(listener: tokio::net::TcpListener, scrape_views: watch::Recei
             Ok((stream, _)) => stream,
             Err(e) if out_of_descriptors(&e) => {
                 if starved.begins() {
-                    tracing::warn!(event = "prometheus.starved", error = %e,
-                        "/metrics cannot accept connections: the process is out of file descriptors \
-                         ({e}); retrying every {}s. Raise LimitNOFILE, or find the client holding \
-                         connections open",
-                        ACCEPT_PAUSE.as_secs()
-                    );
+                    crate::events::export::starved(&e, ACCEPT_PAUSE);
                 }
                 tokio::time::sleep(ACCEPT_PAUSE).await;
                 continue;
@@ -92,10 +87,7 @@ pub async fn serve(listener: tokio::net::TcpListener, scrape_views: watch::Recei
         };
         // One note per episode: accepts between failures do not end it, a quiet spell does.
         if starved.ends_after(STARVATION_OVER).is_some() {
-            tracing::info!(
-                event = "prometheus.accepting",
-                "/metrics accepts connections again"
-            );
+            crate::events::export::accepting();
         }
         let service = TowerToHyperService::new(app.clone());
         tokio::spawn(async move {

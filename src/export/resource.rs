@@ -54,10 +54,7 @@ pub fn resource(instance: &str, user: &UserResource) -> ProtoResource {
         ..ProtoResource::default()
     };
     if instance_of(&resource) != instance {
-        tracing::warn!(
-            event = "resource.shared_instance",
-            "OTEL_RESOURCE_ATTRIBUTES sets service.instance.id, which names this store's stream: every exporter given the same value is added into one series; give each machine its own, or remove it"
-        );
+        crate::events::export::shared_instance();
     }
     resource
 }

@@ -124,11 +124,7 @@ impl OtlpSink {
                 }
                 Ok(accepted) => {
                     if let Some(said) = accepted.warning() {
-                        tracing::warn!(
-                            event = "history.endpoint_said",
-                            "history: {}: {said}",
-                            self.endpoint
-                        );
+                        crate::events::history::endpoint_said(&self.endpoint, &said);
                     }
                     self.requests += 1;
                     return Ok(());

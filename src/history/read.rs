@@ -42,17 +42,7 @@ impl Timelines {
     }
 }
 
-/// How far reading has come, after each file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Progress {
-    /// `checked` on the first reading, `counted` on the second.
-    pub pass: &'static str,
-    pub files_done: usize,
-    pub files: usize,
-    pub bytes_done: u64,
-    pub bytes: u64,
-    pub lines: u64,
-}
+pub use crate::events::history::Progress;
 
 /// A frontier file that still holds what the store counted: where it is and its lines' days.
 struct Checked<'a> {

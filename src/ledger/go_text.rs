@@ -1,5 +1,5 @@
 //! Text as Go's JSON decoder reads it, where serde_json would refuse it: Reasonix's own readers
-//! are Go, and a line counts here exactly when it counts there (`../shared/spec/ledger.md`).
+//! are Go, and a line counts here exactly when it counts there (`docs/ledger-format.md`, "Lines").
 
 use std::borrow::Cow;
 

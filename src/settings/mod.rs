@@ -430,7 +430,7 @@ mod tests {
         Settings::resolve(flags, false, env)
     }
 
-    // Unix: a home from HOME, and Unix paths; Windows finds its profile (tests/shipped.rs).
+    // Unix: a home from HOME, and Unix paths; Windows finds its profile (tests/shipped/).
     #[cfg(unix)]
     #[test]
     fn defaults_follow_reasonix_and_xdg() {
@@ -450,7 +450,7 @@ mod tests {
         assert_eq!(s.prometheus.value, Some("127.0.0.1:9464".parse().unwrap()));
     }
 
-    // Unix: a home from HOME, and Unix paths; Windows finds its profile (tests/shipped.rs).
+    // Unix: a home from HOME, and Unix paths; Windows finds its profile (tests/shipped/).
     #[cfg(unix)]
     #[test]
     fn flag_beats_variable_beats_default() {
@@ -475,7 +475,7 @@ mod tests {
         );
     }
 
-    // Unix: a home from HOME, and Unix paths; Windows finds its profile (tests/shipped.rs).
+    // Unix: a home from HOME, and Unix paths; Windows finds its profile (tests/shipped/).
     #[cfg(unix)]
     #[test]
     fn signal_endpoint_is_used_as_given() {
@@ -488,7 +488,7 @@ mod tests {
         assert_eq!(s.otlp.unwrap().target.endpoint, "http://m:9/custom");
     }
 
-    // Unix: a home from HOME, and Unix paths; Windows finds its profile (tests/shipped.rs).
+    // Unix: a home from HOME, and Unix paths; Windows finds its profile (tests/shipped/).
     #[cfg(unix)]
     #[test]
     fn an_unset_variable_in_a_path_setting_is_an_error_not_a_root_path() {
@@ -509,7 +509,7 @@ mod tests {
         );
     }
 
-    // Unix: a home from HOME, and Unix paths; Windows finds its profile (tests/shipped.rs).
+    // Unix: a home from HOME, and Unix paths; Windows finds its profile (tests/shipped/).
     #[cfg(unix)]
     #[test]
     fn a_scheme_in_capitals_is_a_scheme() {
@@ -521,7 +521,7 @@ mod tests {
         assert_eq!(s.otlp.unwrap().target.endpoint, "http://m:9/v1/metrics");
     }
 
-    // Unix: a home from HOME, and Unix paths; Windows finds its profile (tests/shipped.rs).
+    // Unix: a home from HOME, and Unix paths; Windows finds its profile (tests/shipped/).
     #[cfg(unix)]
     #[test]
     fn resource_attributes_with_a_bad_entry_are_an_error_never_dropped_or_kept_raw() {
@@ -544,7 +544,7 @@ mod tests {
         assert!(resolve(&Flags::new(), &env).is_ok());
     }
 
-    // Unix: a home from HOME, and Unix paths; Windows finds its profile (tests/shipped.rs).
+    // Unix: a home from HOME, and Unix paths; Windows finds its profile (tests/shipped/).
     #[cfg(unix)]
     #[test]
     fn standard_variables_set_headers_timeout_compression() {
@@ -572,7 +572,7 @@ mod tests {
         );
     }
 
-    // Unix: a home from HOME, and Unix paths; Windows finds its profile (tests/shipped.rs).
+    // Unix: a home from HOME, and Unix paths; Windows finds its profile (tests/shipped/).
     #[cfg(unix)]
     #[test]
     fn sdk_disabled_turns_otlp_off() {
@@ -580,7 +580,7 @@ mod tests {
         assert!(resolve(&Flags::new(), &env).unwrap().otlp.is_none());
     }
 
-    // Unix: a home from HOME, and Unix paths; Windows finds its profile (tests/shipped.rs).
+    // Unix: a home from HOME, and Unix paths; Windows finds its profile (tests/shipped/).
     #[cfg(unix)]
     #[test]
     fn bad_values_name_the_setting() {
@@ -596,7 +596,7 @@ mod tests {
         assert!(err.contains("OTEL_METRIC_EXPORT_INTERVAL"), "{err}");
     }
 
-    // Unix: a home from HOME, and Unix paths; Windows finds its profile (tests/shipped.rs).
+    // Unix: a home from HOME, and Unix paths; Windows finds its profile (tests/shipped/).
     #[cfg(unix)]
     #[test]
     fn doctor_lists_what_was_set_not_how_a_default_was_found() {
@@ -620,7 +620,7 @@ mod tests {
         assert_eq!(settings.set_from("export_interval"), None);
     }
 
-    // Unix: a home from HOME, and Unix paths; Windows finds its profile (tests/shipped.rs).
+    // Unix: a home from HOME, and Unix paths; Windows finds its profile (tests/shipped/).
     #[cfg(unix)]
     #[test]
     fn the_example_config_resolves_and_its_origins_are_kept() {
@@ -671,7 +671,7 @@ mod tests {
         assert_eq!(s.state_dir.value.as_os_str().as_bytes(), b"/s\xe9");
     }
 
-    // Unix: a home from HOME, and Unix paths; Windows finds its profile (tests/shipped.rs).
+    // Unix: a home from HOME, and Unix paths; Windows finds its profile (tests/shipped/).
     #[cfg(unix)]
     #[test]
     fn a_relative_xdg_state_home_is_ignored_as_the_spec_says() {

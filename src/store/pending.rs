@@ -141,12 +141,7 @@ impl Store {
         self.record_stream(stream)?;
         if let Some(ahead) = ahead {
             let ahead = std::time::Duration::from_secs(ahead / 1_000_000_000);
-            tracing::warn!(
-                event = "stream.clock_back",
-                duration_ms = ahead.as_millis() as u64,
-                "the store's stream was dated {} ahead of the clock (the clock ran fast, and has come back): its points carry the clock's time again",
-                humantime::format_duration(ahead)
-            );
+            crate::events::store::clock_back(ahead);
         }
         Ok(ahead)
     }

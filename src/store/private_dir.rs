@@ -26,12 +26,7 @@ pub(super) fn private_state_dir(state_dir: &Path) -> Result<(), StoreError> {
         }
         std::fs::set_permissions(state_dir, std::fs::Permissions::from_mode(0o700))
             .map_err(|e| StoreError::io(state_dir, e))?;
-        tracing::warn!(
-            event = "state_dir.made_private",
-            "state dir {} could be written by other users (mode {:o}); made private (0700)",
-            state_dir.display(),
-            meta.mode() & 0o777
-        );
+        crate::events::store::state_dir_made_private(state_dir, meta.mode() & 0o777);
     }
     Ok(())
 }

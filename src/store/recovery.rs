@@ -94,14 +94,7 @@ impl Store {
             });
         }
         if record.number > self.exports {
-            tracing::warn!(
-                event = "store.behind_record",
-                count = record.number - self.exports,
-                "store at {} is behind its export record (export {} recorded, {} in the store): the export is settled again and lines since are read again",
-                self.path().display(),
-                record.number,
-                self.exports
-            );
+            crate::events::store::behind_record(self.path(), record.number, self.exports);
             self.exports = record.number;
             self.pending = Some(record.pending);
         }

@@ -39,10 +39,7 @@ pub fn run(store: &mut Store, files: &[LedgerFile], stop: &AtomicBool) -> Result
                 }
             }
             Region::Unreadable(e) => {
-                tracing::debug!(event = "cost_pass.unreadable", file = %name.to_string_lossy(), error = %e,
-                    "cost pass: ledger file {} cannot be read ({e}); retrying at the next poll",
-                    name.to_string_lossy()
-                );
+                crate::events::store::cost_pass_unreadable(&name, &e);
                 all_read = false;
             }
             Region::Stopped => {
@@ -53,10 +50,7 @@ pub fn run(store: &mut Store, files: &[LedgerFile], stop: &AtomicBool) -> Result
     }
     if all_read {
         batch.finish_pass();
-        tracing::info!(
-            event = "cost_pass.over",
-            "cost pass over: the store has the cost of every line it counted"
-        );
+        crate::events::store::cost_pass_over();
     }
     store.commit(batch)
 }

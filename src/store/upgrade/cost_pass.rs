@@ -83,12 +83,7 @@ impl Store {
             files += 1;
         }
         self.apply(write)?;
-        tracing::info!(
-            event = "store.upgraded",
-            count = files,
-            "store at {} upgraded to format {FORMAT_VERSION}: the cost quotes of the lines it counted are read again from {files} ledger files",
-            self.path().display()
-        );
+        crate::events::store::upgraded(self.path(), FORMAT_VERSION, files);
         Ok(())
     }
 

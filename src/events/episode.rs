@@ -1,6 +1,6 @@
-//! What the log has said of a condition: each episode (an outage, files that cannot be read,
-//! `/metrics` out of descriptors) is said once when it begins and once when it ends, never on
-//! every occurrence in between.
+//! What the log has said of a condition that lasts: each episode (an outage, files that cannot be
+//! read, `/metrics` out of descriptors) is said once when it begins and once when it ends, never
+//! on every occurrence in between.
 
 use std::time::{Duration, Instant};
 

@@ -1,0 +1,121 @@
+//! The stats folder and the ledger files in it: found, missing, unreadable, watched, and what
+//! each poll read.
+
+use std::ffi::OsStr;
+use std::fmt::Display;
+use std::path::Path;
+use std::time::Duration;
+
+/// The stats dir, found at the start (from `origin`), is watched.
+pub fn stats_dir_watching(dir: &Path, origin: &dyn Display) {
+    tracing::info!(event = "stats_dir.watching", origin = %origin,
+        "watching {} (from {origin})",
+        dir.display()
+    );
+}
+
+/// The stats dir is there again.
+pub fn stats_dir_present(dir: &Path) {
+    tracing::info!(
+        event = "stats_dir.present",
+        "stats dir {} is available again",
+        dir.display()
+    );
+}
+
+/// The stats dir (from `origin`) does not exist: `run` waits for it, `once` has nothing to read.
+pub fn stats_dir_missing(dir: &Path, origin: &dyn Display, waiting: bool) {
+    let then = if waiting {
+        "waiting for it"
+    } else {
+        "nothing to read"
+    };
+    tracing::warn!(event = "stats_dir.missing", origin = %origin,
+        "stats dir {} (from {origin}) does not exist yet; {then}. Is Reasonix installed? Set --stats-dir or REASONIX_HOME if it lives elsewhere",
+        dir.display()
+    );
+}
+
+/// The stats dir cannot be listed (`error`); tried again every `poll`. `hint` says more about
+/// permissions, when the sandbox has something to say.
+pub fn stats_dir_unreadable(dir: &Path, error: &str, poll: Duration, hint: &str) {
+    tracing::warn!(
+        event = "stats_dir.unreadable",
+        error,
+        "stats dir {} cannot be read ({error}); retrying every {poll:?}. Check its permissions{hint}",
+        dir.display()
+    );
+}
+
+/// File events cannot be had for the stats dir (`error`): polling every `poll` alone.
+pub fn watch_unavailable(dir: &Path, error: &str, poll: Duration) {
+    tracing::warn!(
+        event = "watch.unavailable",
+        error,
+        "file events are not available for {} ({error}); polling every {poll:?} instead",
+        dir.display()
+    );
+}
+
+/// When a ledger file that cannot be read is tried again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retry {
+    /// `run`: on every poll.
+    EveryPoll,
+    /// `once`: on its next run.
+    NextRun,
+}
+
+/// `failed` ledger files cannot be read, `first` for `cause` among them (said once while it
+/// lasts); `hint` says more where the cause is a permission.
+pub fn unreadable(failed: usize, first: &OsStr, cause: &str, retry: Retry, hint: &str) {
+    let file = super::file_name(first);
+    let others = match failed {
+        0 | 1 => String::new(),
+        n => format!(" and {} more", n - 1),
+    };
+    let retry = match retry {
+        Retry::EveryPoll => "retrying on every poll",
+        Retry::NextRun => "retried on the next run",
+    };
+    tracing::warn!(event = "ledger.unreadable", file = %file, count = failed, error = cause,
+        "ledger file {file}{others} cannot be read ({cause}); {retry}, the lines are counted once they can be{hint}"
+    );
+}
+
+/// Every ledger file can be read again.
+pub fn readable() {
+    tracing::info!(event = "ledger.readable", "every ledger file can be read again");
+}
+
+/// What a poll of `run` read, when it read anything.
+pub fn polled(counted: u64, duplicate: u64, rejected: u64, took: Duration) {
+    tracing::debug!(
+        event = "ingest.poll",
+        counted,
+        duplicate,
+        rejected,
+        duration_ms = took.as_millis() as u64,
+        "ingested {counted} new lines ({duplicate} duplicate, {rejected} rejected) in {took:?}"
+    );
+}
+
+/// What `once` read: `files_read` of `files`, in `took`, the listing in `listed_in`.
+pub fn read_once(
+    (counted, duplicate, rejected): (u64, u64, u64),
+    (files_read, files): (usize, usize),
+    took: Duration,
+    listed_in: Duration,
+) {
+    tracing::info!(
+        event = "ingest.once",
+        counted,
+        duplicate,
+        rejected,
+        count = files_read,
+        duration_ms = took.as_millis() as u64,
+        "ingested {counted} new lines ({duplicate} duplicate, {rejected} rejected) from {files_read} of {files} files in {:.3} ms (the files listed in {:.3} ms beside the store's open)",
+        took.as_secs_f64() * 1000.0,
+        listed_in.as_secs_f64() * 1000.0
+    );
+}
