@@ -6,6 +6,8 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::{BIN, assert_success, copy_tree};
+use reasonix_exporter::daemon::read_ledger;
+use reasonix_exporter::ingest::list;
 
 fn run(stats: &Path, state: &Path, args: &[&str]) -> std::process::Output {
     let out = std::process::Command::new(BIN)
@@ -149,13 +151,13 @@ fn the_cost_pass_resumes_after_a_kill_and_adds_each_cost_once() {
     let mut store = Store::open(&state, false).unwrap();
     let regions = store.cost_pass().len();
     assert!(regions > 1, "the committed store has several files to pass over");
-    reasonix_exporter::ingest::poll_until(&mut store, &stats, &AtomicBool::new(true)).unwrap();
+    read_ledger(&mut store, list(&stats), &AtomicBool::new(true)).unwrap();
     assert_eq!(store.cost_pass().len(), regions - 1, "stopped after one file");
     copy_tree(&state, &killed);
     drop(store);
 
     let mut store = Store::open(&killed, false).unwrap();
-    reasonix_exporter::ingest::poll(&mut store, &stats).unwrap();
+    read_ledger(&mut store, list(&stats), &AtomicBool::new(false)).unwrap();
     assert!(store.cost_pass().is_empty(), "the pass is over");
     let got = serde_json::to_value(StatusJson::of(store.lifetime(), store.counts())).unwrap();
     assert_eq!(got["cost"], want["cost"]);
@@ -185,13 +187,13 @@ fn a_new_line_in_a_file_the_cost_pass_has_still_to_read_is_priced_once() {
 
     let mut store = Store::open(&state, false).unwrap();
     // Stopped after the pass's first file.
-    reasonix_exporter::ingest::poll_until(&mut store, &stats, &AtomicBool::new(true)).unwrap();
+    read_ledger(&mut store, list(&stats), &AtomicBool::new(true)).unwrap();
     assert_eq!(
         store.cost_pass().len(),
         1,
         "the rewritten file is still to be passed over"
     );
-    reasonix_exporter::ingest::poll(&mut store, &stats).unwrap();
+    read_ledger(&mut store, list(&stats), &AtomicBool::new(false)).unwrap();
     assert!(store.cost_pass().is_empty());
     let got = serde_json::to_value(StatusJson::of(store.lifetime(), store.counts())).unwrap();
     let mut cost = got["cost"].as_array().unwrap().clone();

@@ -28,7 +28,7 @@ pub async fn once(settings: &Settings) -> anyhow::Result<()> {
         Err(_) => ingest::list(stats_dir),
     };
     let mut self_stats = SelfStats::default();
-    match ingest::poll_listed(&mut store, listing, &AtomicBool::new(false)) {
+    match crate::daemon::read_ledger(&mut store, listing, &AtomicBool::new(false)) {
         Ok(report) => {
             self_stats = SelfStats {
                 counts: report.counts,

@@ -2,12 +2,29 @@
 //! stats folder read (its recent files, or all of them), and what changed said once.
 
 use std::io::ErrorKind;
+use std::sync::atomic::AtomicBool;
 
 use super::Daemon;
 use super::stats_dir::{Listed, warn_unreadable};
 use crate::events::ledger::{self as events, Retry};
-use crate::ingest::{self, IngestError};
-use crate::store::StoreError;
+use crate::ingest::{self, IngestError, Listing, PollReport};
+use crate::store::{Store, StoreError};
+
+/// One full reading of the ledger, `run`'s and `once`'s: while an upgraded store's cost pass is
+/// under way, that pass first, as a phase of its own (`upgrade/cost_pass.rs`), then the usual
+/// reading of what is new. Stops early, with what was read committed, once `stop` is set.
+pub fn read_ledger(
+    store: &mut Store,
+    listing: Listing,
+    stop: &AtomicBool,
+) -> Result<PollReport, IngestError> {
+    if let Some(files) = listing.files()
+        && !store.cost_pass().is_empty()
+    {
+        crate::upgrade::cost_pass(store, files, stop)?;
+    }
+    ingest::poll_listed(store, listing, stop)
+}
 
 impl Daemon {
     /// Reads what is new; a missing or unreadable folder is reported once and waited for.
@@ -31,7 +48,7 @@ impl Daemon {
             .quick_poll(&stats_dir, dir_mtime, store.cost_pass().is_empty());
         let mut poll = || match &quick {
             Some(recent) => ingest::poll_recent(store, recent, &self.stopping),
-            None => ingest::poll_until(store, &stats_dir, &self.stopping),
+            None => read_ledger(store, ingest::list(&stats_dir), &self.stopping),
         };
         // `run`'s runtime has two workers, and a poll blocks one of them; a single-threaded runtime
         // (the paused-clock tests) has nothing else to run meanwhile.

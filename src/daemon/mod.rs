@@ -33,6 +33,7 @@ use crate::ingest::PollReport;
 use crate::settings::Settings;
 use crate::store::Store;
 use exports::{Exports, join, sleep_until};
+pub use ingest::read_ledger;
 use publish::Published;
 use signals::StopSignals;
 use stats_dir::StatsDir;

@@ -2,8 +2,8 @@
 //!
 //! For every file whose size or identity changed, the bytes after its checkpoint are read up to
 //! the last `\n`; each line is hashed, decoded and, if its hash is new, counted. A commit holds
-//! the new hashes, the total deltas and the checkpoints together. A store upgraded from before
-//! cost first reads its cost pass (`crate::upgrade`).
+//! the new hashes, the total deltas and the checkpoints together. (A store upgraded from before
+//! cost reads its cost pass first, as a phase of its own: `daemon::read_ledger`.)
 
 mod parallel;
 
@@ -156,6 +156,13 @@ pub struct Listing {
     elapsed: std::time::Duration,
 }
 
+impl Listing {
+    /// The files listed, unless the folder could not be listed.
+    pub fn files(&self) -> Option<&[LedgerFile]> {
+        self.files.as_deref().ok()
+    }
+}
+
 /// Reads everything new in `listing`'s files into `store`, or what it can before `stop` is set.
 pub fn poll_listed(
     store: &mut Store,
@@ -170,9 +177,6 @@ pub fn poll_listed(
         ..PollReport::default()
     };
     let before = *store.counts();
-    if !store.cost_pass().is_empty() {
-        crate::upgrade::cost_pass(store, &files, stop)?;
-    }
     let mut batch = Batch::default();
     let mut buf = Vec::new();
     for file in &files {
@@ -300,10 +304,6 @@ fn count_line(
     match decoded {
         Decoded::Row(row) => {
             batch.counts.counted += 1;
-            if !store.cost_pass().is_empty() {
-                // Counted whole, its cost included: the cost pass must not add it again.
-                batch.mark_costed(store, row.day, hash)?;
-            }
             batch.add(store.fold_known(), &row, Part::Whole);
         }
         Decoded::Rejected(why) => batch.counts.reject(why),

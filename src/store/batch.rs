@@ -5,13 +5,14 @@ use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 
 use super::counts::IngestCounts;
-use super::seen::{LineHash, LineSet, Partition, PartitionKey};
+use super::partitions::Partitions;
+use super::seen::{LineHash, LineSet};
 use super::upgrade::cost_pass::{PassFile, PassProgress};
 use super::{Store, StoreError};
 use crate::ledger::checkpoint::Checkpoint;
 use crate::ledger::decode::Row;
 use crate::ledger::timestamp::Day;
-use crate::series::{AttrSet, Part, QuickHash, SeriesDeltas, Totals};
+use crate::series::{AttrSet, Part, SeriesDeltas, Totals};
 
 #[derive(Debug)]
 pub struct Batch {
@@ -65,9 +66,16 @@ impl Batch {
     }
 
     /// Records `hash` as seen; `false` when it was seen before, in this batch or in the store.
-    /// A partition not yet in the batch is read once from `store`.
+    /// A partition not yet in the batch is read once from `store`. While an upgrade's cost pass
+    /// is under way, a line seen now for the first time is counted whole, its cost included: it
+    /// goes into the pass's set too, so that the pass cannot add its cost again (from a copy in a
+    /// file rewritten in place, see `upgrade/cost_pass.rs`).
     pub fn mark_seen(&mut self, store: &Store, day: Option<Day>, hash: LineHash) -> Result<bool, StoreError> {
-        Ok(self.partitions.of(store, day, hash)?.insert(hash))
+        let new = self.partitions.of(store, day, hash)?.insert(hash);
+        if new && !store.cost_pass().is_empty() {
+            self.mark_costed(store, day, hash)?;
+        }
+        Ok(new)
     }
 
     /// Adds what `row` counts (its `part`) to its series; `known` holds the store's series (for
@@ -125,111 +133,5 @@ impl Batch {
                 .pass
                 .as_ref()
                 .is_none_or(|pass| pass.progress.files.is_empty() && !pass.progress.finished)
-    }
-}
-
-/// The partitions of one set a batch holds, by day, with the last day's at hand by bucket: a day
-/// file's lines all land on its day, and hashing a key for every line showed in the backfill
-/// profile.
-#[derive(Debug)]
-pub(super) struct Partitions {
-    set: LineSet,
-    all: Vec<(PartitionKey, Partition)>,
-    index: HashMap<PartitionKey, usize, QuickHash>,
-    /// Each day's depth, as the store had it, and its partitions' places in `all`.
-    pub(super) days: HashMap<Option<Day>, BatchDay, QuickHash>,
-    /// The last day looked up, its depth, and its partitions' places in `all` by bucket (up to
-    /// [`RECENT_DEPTH`]; deeper days go through `index`).
-    recent: Option<(Option<Day>, u8, Vec<u32>)>,
-}
-
-/// A day as a batch holds it.
-#[derive(Debug)]
-pub(super) struct BatchDay {
-    pub(super) depth: u8,
-    pub(super) partitions: Vec<usize>,
-}
-
-/// The deepest day whose buckets the batch keeps in a table (4,096 of them).
-const RECENT_DEPTH: u8 = 12;
-
-const NOT_LOADED: u32 = u32::MAX;
-
-impl Partitions {
-    pub(super) fn new(set: LineSet) -> Partitions {
-        Partitions {
-            set,
-            all: Vec::new(),
-            index: HashMap::default(),
-            days: HashMap::default(),
-            recent: None,
-        }
-    }
-
-    pub(super) fn set(&self) -> LineSet {
-        self.set
-    }
-
-    pub(super) fn get(&self, at: usize) -> &(PartitionKey, Partition) {
-        &self.all[at]
-    }
-
-    /// The partition of `hash`, read once from `store` when it is not here yet (and its day's
-    /// depth, once a day).
-    fn of(&mut self, store: &Store, day: Option<Day>, hash: LineHash) -> Result<&mut Partition, StoreError> {
-        let depth = match &self.recent {
-            Some((recent_day, depth, _)) if *recent_day == day => *depth,
-            _ => {
-                let depth = match self.days.get(&day) {
-                    Some(known) => known.depth,
-                    None => {
-                        let depth = store.depth_of(self.set, day)?;
-                        self.days.insert(
-                            day,
-                            BatchDay {
-                                depth,
-                                partitions: Vec::new(),
-                            },
-                        );
-                        depth
-                    }
-                };
-                let mut slots = self.recent.take().map(|(_, _, slots)| slots).unwrap_or_default();
-                slots.clear();
-                if depth <= RECENT_DEPTH {
-                    slots.resize(1 << depth, NOT_LOADED);
-                }
-                self.recent = Some((day, depth, slots));
-                depth
-            }
-        };
-        let key = PartitionKey::of(day, depth, hash);
-        let bucket = key.bucket as usize;
-        let cached = match &self.recent {
-            Some((_, _, slots)) => slots.get(bucket).copied().filter(|&at| at != NOT_LOADED),
-            None => None,
-        };
-        let at = match cached
-            .map(|at| at as usize)
-            .or_else(|| self.index.get(&key).copied())
-        {
-            Some(at) => at,
-            None => {
-                let partition = store.partition(self.set, &key)?;
-                self.all.push((key, partition));
-                let at = self.all.len() - 1;
-                self.index.insert(key, at);
-                if let Some(known) = self.days.get_mut(&day) {
-                    known.partitions.push(at);
-                }
-                at
-            }
-        };
-        if let Some((_, _, slots)) = &mut self.recent
-            && let Some(slot) = slots.get_mut(bucket)
-        {
-            *slot = at as u32;
-        }
-        Ok(&mut self.all[at].1)
     }
 }

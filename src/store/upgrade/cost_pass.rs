@@ -8,17 +8,18 @@
 //! unpriced requests) and nothing else, and goes into the pass's set. Each batch commits the
 //! quotes, the pass's set and each region's progress together, so a `kill -9` at any point
 //! resumes where the last commit left it, and a line in two files (a copy) adds its cost once.
-//! Lines after a region are new lines, counted whole by the usual reading, which also puts them
-//! in the pass's set while the pass lasts (so that a file rewritten in place under an interrupted
-//! pass cannot give a new line's cost twice). When every region is read, the pass's keys are
+//! Lines after a region are new lines, counted whole by the usual reading; while the pass lasts,
+//! the batch puts every line it sees for the first time in the pass's set too
+//! (`Batch::mark_seen`), so that a file rewritten in place under an interrupted pass cannot give
+//! a new line's cost twice. When every region is read, the pass's keys are
 //! deleted in the commit that ends it.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 
 use crate::ledger::checkpoint::Checkpoint;
-use crate::store::batch::Partitions;
 use crate::store::engine::{Write, keys};
+use crate::store::partitions::Partitions;
 use crate::store::seen::LineSet;
 use crate::store::{FORMAT_VERSION, Store, StoreError};
 
