@@ -102,8 +102,8 @@ pub fn clean_path(value: &OsStr, env: Env<'_>) -> Option<PathBuf> {
     cleaned(value, env).0
 }
 
-/// [`clean_path`] for the exporter's own settings: a `$VAR` that is unset is an error (its
-/// name), not an empty piece that turns `$DATA/state` into `/state`.
+/// [`clean_path`] for the exporter's own settings: a `$VAR` (on Windows, a `%VAR%` too) that is
+/// unset is an error (its name), not a piece that turns `$DATA/state` into `/state`.
 pub fn clean_setting_path(value: &OsStr, env: Env<'_>) -> Result<Option<PathBuf>, String> {
     match cleaned(value, env) {
         (_, Some(unset)) => Err(unset),
@@ -118,10 +118,11 @@ fn cleaned(value: &OsStr, env: Env<'_>) -> (Option<PathBuf>, Option<String>) {
         return (None, None);
     }
     let (expanded, unset) = expand_vars(trimmed, env);
-    let expanded = if cfg!(windows) {
-        expand_percent_vars(&expanded, env)
+    let (expanded, unset) = if cfg!(windows) {
+        let (expanded, unset_percent) = expand_percent_vars(&expanded, env);
+        (expanded, unset.or(unset_percent))
     } else {
-        expanded
+        (expanded, unset)
     };
     (absolute(expanded, env), unset)
 }
@@ -189,33 +190,35 @@ fn expand_vars(text: &[u8], env: Env<'_>) -> (Vec<u8>, Option<String>) {
     (out, unset)
 }
 
-/// `%NAME%` replaced by the variable's value, as Reasonix does on Windows after `$NAME`. A name
-/// that is unset, or a `%` with no closing one, stays as it is (as in `cmd.exe`).
-fn expand_percent_vars(text: &[u8], env: Env<'_>) -> Vec<u8> {
+/// `%NAME%` replaced by the variable's value, as Reasonix does on Windows after `$NAME`, with
+/// the `%`s paired left to right as `ExpandEnvironmentStrings` pairs them: a pair whose name is
+/// unset stays as it is, both `%`s, and a `%` with no closing one stays too. Also the first name
+/// of a variable (no path separator in it) that was unset.
+fn expand_percent_vars(text: &[u8], env: Env<'_>) -> (Vec<u8>, Option<String>) {
+    let mut unset = None;
     let mut out = Vec::with_capacity(text.len());
     let mut rest = text;
     while let Some(open) = rest.iter().position(|b| *b == b'%') {
         out.extend_from_slice(&rest[..open]);
         let after = &rest[open + 1..];
-        let value = after
-            .iter()
-            .position(|b| *b == b'%')
-            .filter(|end| *end > 0)
-            .and_then(|end| Some((std::str::from_utf8(&after[..end]).ok()?, end)))
-            .and_then(|(name, end)| Some((env(name)?, end)));
-        match value {
-            Some((value, end)) => {
-                out.extend_from_slice(value.as_encoded_bytes());
-                rest = &after[end + 1..];
-            }
+        let Some(end) = after.iter().position(|b| *b == b'%') else {
+            out.extend_from_slice(&rest[open..]);
+            return (out, unset);
+        };
+        let name = std::str::from_utf8(&after[..end]).ok().filter(|n| !n.is_empty());
+        match name.and_then(env) {
+            Some(value) => out.extend_from_slice(value.as_encoded_bytes()),
             None => {
-                out.push(b'%');
-                rest = after;
+                out.extend_from_slice(&rest[open..open + end + 2]);
+                if let Some(name) = name.filter(|n| !n.contains(['\\', '/', ':'])) {
+                    unset.get_or_insert_with(|| name.to_string());
+                }
             }
         }
+        rest = &after[end + 1..];
     }
     out.extend_from_slice(rest);
-    out
+    (out, unset)
 }
 
 /// `bytes` without the white space around it, Unicode's as Go's `strings.TrimSpace` takes it
@@ -350,11 +353,20 @@ mod tests {
     #[test]
     fn percent_variables_expand_as_on_windows_and_unset_ones_stay() {
         let env = env_of(&[("APPDATA", "C:\\Users\\a\\AppData"), ("X", "x")]);
-        let expand = |text: &str| expand_percent_vars(text.as_bytes(), &env);
-        assert_eq!(expand("%APPDATA%\\rx"), b"C:\\Users\\a\\AppData\\rx");
-        assert_eq!(expand("%NOPE%\\%X%"), b"%NOPE%\\x");
-        assert_eq!(expand("100%%X%"), b"100%x");
-        assert_eq!(expand("a%X"), b"a%X");
+        let expand = |text: &str| {
+            let (out, unset) = expand_percent_vars(text.as_bytes(), &env);
+            (String::from_utf8(out).unwrap(), unset)
+        };
+        let kept = |text: &str| (text.to_string(), None);
+        assert_eq!(expand("%APPDATA%\\rx"), kept("C:\\Users\\a\\AppData\\rx"));
+        assert_eq!(
+            expand("%NOPE%\\%X%"),
+            ("%NOPE%\\x".to_string(), Some("NOPE".to_string()))
+        );
+        // Paired left to right: `%\%` is a pair (no variable), so `APPDATA` is not one.
+        assert_eq!(expand("C:\\100%\\%APPDATA%"), kept("C:\\100%\\%APPDATA%"));
+        assert_eq!(expand("100%%X%"), kept("100%%X%"));
+        assert_eq!(expand("a%X"), kept("a%X"));
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! One poll of the ledger, the heart of `run`: the store resumed if a fault paused it, the
-//! stats folder read (its recent files, or all of them), and what changed said once.
+//! stats folder read (its recent files, or all of them), and what changed said once; and
+//! [`read_ledger`], a full reading, which `once` shares.
 
 use std::io::ErrorKind;
 use std::sync::atomic::AtomicBool;
+use std::time::Instant;
 
 use super::Daemon;
 use super::stats_dir::{Listed, warn_unreadable};
@@ -12,18 +14,24 @@ use crate::store::{Store, StoreError};
 
 /// One full reading of the ledger, `run`'s and `once`'s: while an upgraded store's cost pass is
 /// under way, that pass first, as a phase of its own (`upgrade/cost_pass.rs`), then the usual
-/// reading of what is new. Stops early, with what was read committed, once `stop` is set.
+/// reading of what is new. Stops early, with what was read committed, once `stop` is set. The
+/// report covers both: what the pass read is in its counts and its time.
 pub fn read_ledger(
     store: &mut Store,
     listing: Listing,
     stop: &AtomicBool,
 ) -> Result<PollReport, IngestError> {
+    let started = Instant::now();
+    let before = *store.counts();
     if let Some(files) = listing.files()
         && !store.cost_pass().is_empty()
     {
         crate::upgrade::cost_pass(store, files, stop)?;
     }
-    ingest::poll_listed(store, listing, stop)
+    let mut report = ingest::poll_listed(store, listing, stop)?;
+    report.counts = store.counts().since(&before);
+    report.elapsed = started.elapsed();
+    Ok(report)
 }
 
 impl Daemon {

@@ -51,9 +51,9 @@ pub fn resource(attributes: &str) {
     );
 }
 
-/// A ledger file changed since the store counted it: its lines are not in the history.
+/// A ledger file changed since the store counted it: its lines are not in the history. `file` is
+/// its name as the history shows it (one inert line already).
 pub fn file_changed(file: &str) {
-    let file = crate::shown::one_line(file, 255);
     tracing::warn!(
         event = "history.file_changed",
         file = %file,

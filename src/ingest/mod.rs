@@ -98,18 +98,13 @@ fn recent_of(files: Vec<LedgerFile>, now_ns: i64) -> Vec<LedgerFile> {
     recent
 }
 
-/// Reads everything new under `stats_dir` into `store`.
+/// Reads everything new under `stats_dir` into `store` (an upgraded store's cost pass is left to
+/// `daemon::read_ledger`, which `run` and `once` use).
 pub fn poll(store: &mut Store, stats_dir: &Path) -> Result<PollReport, IngestError> {
     poll_listed(store, list(stats_dir), &AtomicBool::new(false))
 }
 
-/// [`poll`], stopping early (with what was read so far committed) once `stop` is set: a signal
-/// during a backfill of millions of lines ends it within one chunk.
-pub fn poll_until(store: &mut Store, stats_dir: &Path, stop: &AtomicBool) -> Result<PollReport, IngestError> {
-    poll_listed(store, list(stats_dir), stop)
-}
-
-/// [`poll_until`] over `recent` alone, each `stat`ed again: what `run` does between full polls
+/// [`poll_listed`] over `recent` alone, each `stat`ed again: what `run` does between full polls
 /// (see `daemon/stats_dir.rs`), where listing tens of thousands of old day files every two seconds
 /// was most of an idle daemon's work. A file gone since is left to the next full poll.
 pub fn poll_recent(
@@ -163,7 +158,9 @@ impl Listing {
     }
 }
 
-/// Reads everything new in `listing`'s files into `store`, or what it can before `stop` is set.
+/// Reads everything new in `listing`'s files into `store`, or what it can before `stop` is set
+/// (with what was read so far committed: a signal during a backfill of millions of lines ends it
+/// within one chunk).
 pub fn poll_listed(
     store: &mut Store,
     listing: Listing,

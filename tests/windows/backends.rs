@@ -2,8 +2,7 @@
 
 use super::scenario::scenario;
 use super::*;
-
-const MACHINE_OVERRIDES: &str = "receivers:\n  otlp:\n    protocols:\n      grpc:\n        endpoint: 127.0.0.1:{grpc}\n      http:\n        endpoint: 127.0.0.1:{http}\nprocessors:\n  batch:\n    timeout: 1s\n";
+use common::collector::MACHINE_OVERRIDES;
 
 /// Machines → collector (`single-machine.yaml`) → remote write, to Prometheus 3, Prometheus 2.42
 /// and VictoriaMetrics at once.
