@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::events::daemon as events;
+use crate::events::sandbox::{self as events, Landlock};
 
 static ENFORCED: AtomicBool = AtomicBool::new(false);
 
@@ -173,9 +173,8 @@ fn restrict(_stats_dir: &Path, _state_dir: &Path) -> Result<Outcome, SandboxErro
 /// The start-up line that says what the sandbox does.
 pub fn log(outcome: &Outcome, stats_dir: &Path, state_dir: &Path) {
     match outcome {
-        Outcome::Enforced | Outcome::PartlyEnforced => {
-            events::sandbox_entered(*outcome == Outcome::Enforced, stats_dir, state_dir)
-        }
+        Outcome::Enforced => events::sandbox_entered(Landlock::Enforced, stats_dir, state_dir),
+        Outcome::PartlyEnforced => events::sandbox_entered(Landlock::PartlyEnforced, stats_dir, state_dir),
         Outcome::Unsupported => events::sandbox_unavailable(UNAVAILABLE),
         Outcome::Off => events::sandbox_off(),
         Outcome::NoStatsDir => events::sandbox_not_entered(stats_dir),

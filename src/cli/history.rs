@@ -163,7 +163,14 @@ fn say_written(summary: &history::Summary, grid: &Grid, started: Instant, to: &s
     }
     let step_s = (grid.step_ms() / 1000) as u64;
     let seconds = started.elapsed().as_secs_f64();
-    events::written(summary.lines, summary.points, summary.series, seconds, to, step_s);
+    let written = events::Written {
+        lines: summary.lines,
+        points: summary.points,
+        series: summary.series,
+        seconds,
+        step_s,
+    };
+    events::written(written, to);
     let _ = std::io::stderr().flush();
 }
 

@@ -3,7 +3,8 @@
 use std::io::ErrorKind;
 use std::sync::atomic::AtomicBool;
 
-use crate::events::{self, ledger::Retry};
+use crate::events;
+use crate::events::ledger::{Lines, ReadOnce, Reader};
 use crate::export::otlp::OtlpExporter;
 use crate::export::self_metrics::SelfStats;
 use crate::ingest::{self, IngestError};
@@ -42,7 +43,7 @@ pub async fn once(settings: &Settings) -> anyhow::Result<()> {
         }
         // Nothing to read yet is not a failure: the store's totals still go out.
         Err(IngestError::StatsDir { source, .. }) if source.kind() == ErrorKind::NotFound => {
-            events::ledger::stats_dir_missing(stats_dir, &settings.stats_dir.origin, false)
+            events::ledger::stats_dir_missing(stats_dir, &settings.stats_dir.origin, Reader::Once)
         }
         Err(e) => return Err(e.into()),
     }
@@ -71,14 +72,19 @@ pub async fn once(settings: &Settings) -> anyhow::Result<()> {
 /// What the poll read, and the files it could not.
 fn say_ingested(report: &ingest::PollReport) {
     let c = report.counts;
-    events::ledger::read_once(
-        (c.counted, c.duplicate, c.rejected_total()),
-        (report.files_read, report.files),
-        report.elapsed,
-        report.listed_in,
-    );
+    events::ledger::read_once(ReadOnce {
+        lines: Lines {
+            counted: c.counted,
+            duplicate: c.duplicate,
+            rejected: c.rejected_total(),
+        },
+        files_read: report.files_read,
+        files: report.files,
+        took: report.elapsed,
+        listed_in: report.listed_in,
+    });
     let first = report.first_failure.as_ref();
-    crate::daemon::warn_unreadable(report.files_failed, first, Retry::NextRun);
+    crate::daemon::warn_unreadable(report.files_failed, first, Reader::Once);
 }
 
 /// What the export did, in one line.

@@ -9,6 +9,7 @@ use tokio::time::Instant;
 
 use super::Daemon;
 use crate::events;
+use crate::events::store::Tried;
 use crate::export::backoff::Backoff;
 use crate::export::health::ExportHealth;
 use crate::export::otlp::{ExportError, OtlpExporter, Outgoing, Sent};
@@ -127,7 +128,12 @@ impl Daemon {
             Err(e) => exports.failed(&e),
         }
         if let Err(e) = exports.health.save(&self.settings.state_dir.value) {
-            events::store::state_write_failed("export-health.json", "write the export health file", &e, true);
+            events::store::state_write_failed(
+                "export-health.json",
+                "write the export health file",
+                &e,
+                Tried::Repeatedly,
+            );
         }
         self.publish();
         Ok(())

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use super::Daemon;
 use super::stats_dir::{Listed, warn_unreadable};
-use crate::events::ledger::{self as events, Retry};
+use crate::events::ledger::{self as events, Lines, Reader};
 use crate::ingest::{self, IngestError, Listing, PollReport};
 use crate::store::{Store, StoreError};
 
@@ -83,12 +83,17 @@ impl Daemon {
                 self.stats_dir.present(&stats_dir, &self.settings);
                 if report.counts.read() > 0 {
                     let c = &report.counts;
-                    events::polled(c.counted, c.duplicate, c.rejected_total(), report.duration());
+                    let lines = Lines {
+                        counted: c.counted,
+                        duplicate: c.duplicate,
+                        rejected: c.rejected_total(),
+                    };
+                    events::polled(lines, report.duration());
                 }
                 if report.files_failed > 0 {
                     if self.stats_dir.unreadable.begins() {
                         let first = report.first_failure.as_ref();
-                        warn_unreadable(report.files_failed, first, Retry::EveryPoll);
+                        warn_unreadable(report.files_failed, first, Reader::Run);
                     }
                 } else if self.stats_dir.unreadable.ends().is_some() {
                     events::readable();

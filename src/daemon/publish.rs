@@ -8,6 +8,7 @@ use std::sync::Arc;
 use tokio::sync::watch;
 
 use crate::events;
+use crate::events::store::Tried;
 use crate::export::prometheus::ScrapeView;
 use crate::export::self_metrics::SelfStats;
 use crate::snapshot::{self, StatusJson};
@@ -54,7 +55,7 @@ impl Published {
         let series = store.lifetime().len();
         if series != self.births_noted.0 {
             if let Err(e) = store.bring_stream_back(now_ns) {
-                events::store::state_write_failed("stream", "note the clock's time", &e, false);
+                events::store::state_write_failed("stream", "note the clock's time", &e, Tried::OnChange);
             }
             let absent_ns = self
                 .published_ns
@@ -67,7 +68,7 @@ impl Published {
                     self.births_noted = (series, Arc::new(born.map(|(k, v)| (k.clone(), *v)).collect()));
                 }
                 // Tried again at the next publication; until then a new series has no `_created`.
-                Err(e) => events::store::state_write_failed("stream", "note new series", &e, false),
+                Err(e) => events::store::state_write_failed("stream", "note new series", &e, Tried::OnChange),
             }
         }
         // A store rebuilt from the ledger (`--reset-state`, a deleted store) serves no less than
@@ -83,7 +84,7 @@ impl Published {
         if caught_up && noted {
             self.published_ns = Some(now_ns);
             if let Err(e) = store.note_publication(now_ns, false, &lifetime, &self_stats.counts) {
-                events::store::state_write_failed("stream", "note the publication", &e, true);
+                events::store::state_write_failed("stream", "note the publication", &e, Tried::Repeatedly);
             }
         }
         let store = &*store;
@@ -95,9 +96,12 @@ impl Published {
             };
             match snapshot::write(state_dir, &doc) {
                 Ok(()) => self.snapshot_counts = Some(counts),
-                Err(e) => {
-                    events::store::state_write_failed("status.json", "write the status snapshot", &e, false)
-                }
+                Err(e) => events::store::state_write_failed(
+                    "status.json",
+                    "write the status snapshot",
+                    &e,
+                    Tried::OnChange,
+                ),
             }
         }
         self.scrape_views.send_replace(Arc::new(ScrapeView {
@@ -116,7 +120,7 @@ impl Published {
         let last = self.scrape_views.borrow().clone();
         let now_ns = crate::export::otlp::now_ns();
         if let Err(e) = store.note_publication(now_ns, true, &last.lifetime, &last.self_stats.counts) {
-            events::store::state_write_failed("stream", "note the last publication", &e, true);
+            events::store::state_write_failed("stream", "note the last publication", &e, Tried::Repeatedly);
         }
     }
 }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use tokio::sync::Notify;
 
 use crate::events::Episode;
-use crate::events::ledger::{self as events, Retry};
+use crate::events::ledger::{self as events, Reader};
 use crate::ingest::{self, FileFailure};
 use crate::ledger::checkpoint::FileStat;
 use crate::ledger::discover::LedgerFile;
@@ -129,7 +129,7 @@ impl StatsDir {
         match (state, error) {
             (DirState::Present, _) if !first => events::stats_dir_present(dir),
             (DirState::Present, _) => events::stats_dir_watching(dir, origin),
-            (DirState::Missing, _) => events::stats_dir_missing(dir, origin, true),
+            (DirState::Missing, _) => events::stats_dir_missing(dir, origin, Reader::Run),
             (_, error) => events::stats_dir_unreadable(
                 dir,
                 &error.map(|e| e.to_string()).unwrap_or_default(),
@@ -180,12 +180,12 @@ impl StatsDir {
 
 /// One warning when ledger files start failing to read (`retry` says when they are tried
 /// again): the first one by name, and why.
-pub fn warn_unreadable(failed: usize, first: Option<&FileFailure>, retry: Retry) {
+pub fn warn_unreadable(failed: usize, first: Option<&FileFailure>, reader: Reader) {
     let Some(first) = first else { return };
     let hint = if first.kind == ErrorKind::PermissionDenied {
         format!("; check the permissions{}", sandbox::permission_hint())
     } else {
         String::new()
     };
-    events::unreadable(failed, &first.name, &first.cause, retry, &hint);
+    events::unreadable(failed, &first.name, &first.cause, reader, &hint);
 }

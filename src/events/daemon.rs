@@ -1,8 +1,7 @@
-//! The daemon's life (its stop and how it went), the sandbox, and `status` reading a running
-//! exporter's snapshot.
+//! The daemon's life (its stop and how it went), and `status` reading what a running daemon
+//! left.
 
 use std::fmt::Display;
-use std::path::Path;
 
 /// A signal asked the daemon to stop.
 pub fn stopping() {
@@ -59,43 +58,6 @@ pub fn stopped(how: Stopped<'_>) {
             "stopped; the last export did not finish in time; the next run sends it"
         ),
     }
-}
-
-/// Landlock is in force (`fully`, or partly on an older kernel).
-pub fn sandbox_entered(fully: bool, reads: &Path, writes: &Path) {
-    let how = if fully {
-        "enforced"
-    } else {
-        "partly enforced (older kernel)"
-    };
-    tracing::info!(
-        event = "sandbox.entered",
-        "sandbox: landlock {how}: reads limited to {}, writes to {}",
-        reads.display(),
-        writes.display()
-    );
-}
-
-/// No sandbox on this system (`why`).
-pub fn sandbox_unavailable(why: &str) {
-    tracing::info!(
-        event = "sandbox.unavailable",
-        "sandbox: {why}; running without it"
-    );
-}
-
-/// `--sandbox off`.
-pub fn sandbox_off() {
-    tracing::debug!(event = "sandbox.off", "sandbox: off (--sandbox off)");
-}
-
-/// The sandbox was not entered: the stats dir does not exist yet.
-pub fn sandbox_not_entered(stats_dir: &Path) {
-    tracing::warn!(
-        event = "sandbox.not_entered",
-        "sandbox: not entered, because the stats dir {} does not exist yet; restart the exporter once Reasonix has created it",
-        stats_dir.display()
-    );
 }
 
 /// `status` read the running exporter's (`owner`'s) snapshot instead of the store.

@@ -61,8 +61,24 @@ pub fn file_changed(file: &str) {
     );
 }
 
-/// What was written: `lines` as `points` of `series`, in `seconds`, `to` where, at `step_s`.
-pub fn written(lines: u64, points: u64, series: usize, seconds: f64, to: &str, step_s: u64) {
+/// What `history` wrote: `lines` as `points` of `series`, in `seconds`, at a step of `step_s`.
+pub struct Written {
+    pub lines: u64,
+    pub points: u64,
+    pub series: usize,
+    pub seconds: f64,
+    pub step_s: u64,
+}
+
+/// The history is written, `to` where.
+pub fn written(written: Written, to: &str) {
+    let Written {
+        lines,
+        points,
+        series,
+        seconds,
+        step_s,
+    } = written;
     tracing::info!(
         event = "history.written",
         lines,

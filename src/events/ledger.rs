@@ -24,11 +24,10 @@ pub fn stats_dir_present(dir: &Path) {
 }
 
 /// The stats dir (from `origin`) does not exist: `run` waits for it, `once` has nothing to read.
-pub fn stats_dir_missing(dir: &Path, origin: &dyn Display, waiting: bool) {
-    let then = if waiting {
-        "waiting for it"
-    } else {
-        "nothing to read"
+pub fn stats_dir_missing(dir: &Path, origin: &dyn Display, reader: Reader) {
+    let then = match reader {
+        Reader::Run => "waiting for it",
+        Reader::Once => "nothing to read",
     };
     tracing::warn!(event = "stats_dir.missing", origin = %origin,
         "stats dir {} (from {origin}) does not exist yet; {then}. Is Reasonix installed? Set --stats-dir or REASONIX_HOME if it lives elsewhere",
@@ -57,26 +56,33 @@ pub fn watch_unavailable(dir: &Path, error: &str, poll: Duration) {
     );
 }
 
-/// When a ledger file that cannot be read is tried again.
+/// Which reader met a condition of the ledger, and so what comes next: `run` tries again on
+/// every poll, `once` on its next run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Retry {
-    /// `run`: on every poll.
-    EveryPoll,
-    /// `once`: on its next run.
-    NextRun,
+pub enum Reader {
+    Run,
+    Once,
+}
+
+/// A poll's lines: new ones counted, duplicates, rejected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lines {
+    pub counted: u64,
+    pub duplicate: u64,
+    pub rejected: u64,
 }
 
 /// `failed` ledger files cannot be read, `first` for `cause` among them (said once while it
 /// lasts); `hint` says more where the cause is a permission.
-pub fn unreadable(failed: usize, first: &OsStr, cause: &str, retry: Retry, hint: &str) {
+pub fn unreadable(failed: usize, first: &OsStr, cause: &str, reader: Reader, hint: &str) {
     let file = super::file_name(first);
     let others = match failed {
         0 | 1 => String::new(),
         n => format!(" and {} more", n - 1),
     };
-    let retry = match retry {
-        Retry::EveryPoll => "retrying on every poll",
-        Retry::NextRun => "retried on the next run",
+    let retry = match reader {
+        Reader::Run => "retrying on every poll",
+        Reader::Once => "retried on the next run",
     };
     tracing::warn!(event = "ledger.unreadable", file = %file, count = failed, error = cause,
         "ledger file {file}{others} cannot be read ({cause}); {retry}, the lines are counted once they can be{hint}"
@@ -89,7 +95,12 @@ pub fn readable() {
 }
 
 /// What a poll of `run` read, when it read anything.
-pub fn polled(counted: u64, duplicate: u64, rejected: u64, took: Duration) {
+pub fn polled(lines: Lines, took: Duration) {
+    let Lines {
+        counted,
+        duplicate,
+        rejected,
+    } = lines;
     tracing::debug!(
         event = "ingest.poll",
         counted,
@@ -100,13 +111,29 @@ pub fn polled(counted: u64, duplicate: u64, rejected: u64, took: Duration) {
     );
 }
 
-/// What `once` read: `files_read` of `files`, in `took`, the listing in `listed_in`.
-pub fn read_once(
-    (counted, duplicate, rejected): (u64, u64, u64),
-    (files_read, files): (usize, usize),
-    took: Duration,
-    listed_in: Duration,
-) {
+/// What `once` read: `lines` from `files_read` of the `files` listed, in `took`, the listing in
+/// `listed_in`.
+pub struct ReadOnce {
+    pub lines: Lines,
+    pub files_read: usize,
+    pub files: usize,
+    pub took: Duration,
+    pub listed_in: Duration,
+}
+
+/// What `once` read.
+pub fn read_once(read: ReadOnce) {
+    let ReadOnce {
+        lines: Lines {
+            counted,
+            duplicate,
+            rejected,
+        },
+        files_read,
+        files,
+        took,
+        listed_in,
+    } = read;
     tracing::info!(
         event = "ingest.once",
         counted,

@@ -13,6 +13,7 @@ pub mod daemon;
 pub mod export;
 pub mod history;
 pub mod ledger;
+pub mod sandbox;
 pub mod store;
 
 pub use episode::Episode;

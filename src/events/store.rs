@@ -65,11 +65,20 @@ pub fn state_dir_made_private(state_dir: &Path, mode: u32) {
     );
 }
 
+/// How often a write of the exporter's own files is tried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tried {
+    /// When something changes: a failure is news.
+    OnChange,
+    /// At every publication or export: a failure is said at debug (the store's own pause says a
+    /// disk that is full).
+    Repeatedly,
+}
+
 /// One of the exporter's own files in the state dir (`file`) could not be written; `what` says
-/// what was being noted. `repeats` when it is tried again at every publication (said at debug:
-/// the store's own pause says a disk that is full).
-pub fn state_write_failed(file: &str, what: &str, error: &dyn Display, repeats: bool) {
-    if repeats {
+/// what was being noted.
+pub fn state_write_failed(file: &str, what: &str, error: &dyn Display, tried: Tried) {
+    if tried == Tried::Repeatedly {
         tracing::debug!(event = "state.write_failed", file, error = %error, "cannot {what} in the state dir: {error}");
     } else {
         tracing::warn!(event = "state.write_failed", file, error = %error, "cannot {what} in the state dir: {error}");
