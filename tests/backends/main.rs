@@ -20,7 +20,7 @@ use std::time::Duration;
 use common::collector::{Collector, MACHINE_OVERRIDES};
 use common::dashboard::{Spend, check_panels, sums_of};
 use common::generator::Generator;
-use common::model::{Model, QUANTITIES, Series};
+use common::model::{Model, Series};
 use common::pki::Pki;
 use common::prom_server::Prometheus;
 use common::victoria::VictoriaMetrics;
@@ -234,7 +234,7 @@ impl Machine {
             let Ok(status) = serde_json::from_slice::<Value>(&out.stdout) else {
                 return false;
             };
-            truth = series_of_status(&status);
+            truth = common::model::token_totals_of_status(&status);
             truth == self.model.expected.totals()
         });
         assert!(
@@ -382,21 +382,6 @@ fn scenario(path: &mut Route<'_>, machine: &mut Machine) -> Window {
     assert_eq!(resets, 0.0, "{}: counter resets", path.name);
     path.assert_nothing_refused("the end");
     Window { instance, start, end }
-}
-
-/// `status --json`'s series with anything counted.
-fn series_of_status(status: &Value) -> BTreeMap<Series, [u64; 8]> {
-    let mut out = BTreeMap::new();
-    for s in status["series"].as_array().into_iter().flatten() {
-        let text = |k: &str| s[k].as_str().unwrap_or_default().to_string();
-        let mut values = [0u64; 8];
-        for (v, key) in values.iter_mut().zip(QUANTITIES) {
-            *v = s[key].as_u64().unwrap_or_default();
-        }
-        out.insert((text("model_ref"), text("provider"), text("source")), values);
-    }
-    out.retain(|_, v: &mut [u64; 8]| v.iter().any(|x| *x > 0));
-    out
 }
 
 /// The one instance that appeared since `before`: the store's `service.instance.id` (or, when

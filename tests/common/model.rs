@@ -21,6 +21,20 @@ pub const QUANTITIES: [&str; 8] = [
 /// `(model_ref, provider, source)`.
 pub type Series = (String, String, String);
 
+/// The token totals of `status --json` (`status` a parsed document), per series, leaving out the
+/// series whose every quantity is 0 (as a backend that never saw them).
+pub fn token_totals_of_status(status: &Value) -> BTreeMap<Series, [u64; 8]> {
+    let mut totals = BTreeMap::new();
+    for row in status["series"].as_array().expect("status --json has its series") {
+        let key = |k: &str| row[k].as_str().expect("an attribute").to_owned();
+        let quantities = QUANTITIES.map(|k| row[k].as_u64().expect("a quantity"));
+        if quantities.iter().any(|&q| q > 0) {
+            totals.insert((key("model_ref"), key("provider"), key("source")), quantities);
+        }
+    }
+    totals
+}
+
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Expected {
     pub series: BTreeMap<Series, [u64; 8]>,

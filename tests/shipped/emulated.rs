@@ -2,20 +2,6 @@
 
 use super::*;
 
-/// The tokens of `status --json`, keyed as the test receiver keys what it was sent.
-fn status_totals(status: &Value) -> BTreeMap<common::model::Series, [u64; 8]> {
-    let mut totals = BTreeMap::new();
-    for row in status["series"].as_array().unwrap() {
-        let key = |k: &str| row[k].as_str().unwrap().to_owned();
-        let value = |k: &str| row[k].as_u64().unwrap();
-        let quantities = common::model::QUANTITIES.map(value);
-        if quantities.iter().any(|&q| q > 0) {
-            totals.insert((key("model_ref"), key("provider"), key("source")), quantities);
-        }
-    }
-    totals
-}
-
 /// A Wine prefix of its own, with the stand-in for Windows 10's bcryptprimitives.dll that
 /// Debian's Wine 8 lacks (.ci/wine).
 struct Wine {
@@ -100,7 +86,7 @@ fn counts_names_its_paths_and_exports(under: &str, run: &dyn Fn(&[&str]) -> Outp
     for path in paths {
         assert!(text.contains(path), "doctor names {path}:\n{text}");
     }
-    let want = status_totals(&expected_status());
+    let want = common::model::token_totals_of_status(&expected_status());
     for receiver in [Receiver::grpc(), Receiver::http()] {
         let out = run(&[
             "once",

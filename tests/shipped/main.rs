@@ -14,7 +14,6 @@ mod archives;
 mod emulated;
 mod packages;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
