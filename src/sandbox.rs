@@ -173,10 +173,10 @@ fn restrict(_stats_dir: &Path, _state_dir: &Path) -> Result<Outcome, SandboxErro
 /// The start-up line that says what the sandbox does.
 pub fn log(outcome: &Outcome, stats_dir: &Path, state_dir: &Path) {
     match outcome {
-        Outcome::Enforced => events::sandbox_entered(Landlock::Enforced, stats_dir, state_dir),
-        Outcome::PartlyEnforced => events::sandbox_entered(Landlock::PartlyEnforced, stats_dir, state_dir),
-        Outcome::Unsupported => events::sandbox_unavailable(UNAVAILABLE),
-        Outcome::Off => events::sandbox_off(),
-        Outcome::NoStatsDir => events::sandbox_not_entered(stats_dir),
+        Outcome::Enforced => events::entered(Landlock::Enforced, stats_dir, state_dir),
+        Outcome::PartlyEnforced => events::entered(Landlock::PartlyEnforced, stats_dir, state_dir),
+        Outcome::Unsupported => events::unavailable(UNAVAILABLE),
+        Outcome::Off => events::off(),
+        Outcome::NoStatsDir => events::not_entered(stats_dir),
     }
 }

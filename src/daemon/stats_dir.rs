@@ -178,7 +178,7 @@ impl StatsDir {
     }
 }
 
-/// One warning when ledger files start failing to read (`retry` says when they are tried
+/// One warning when ledger files start failing to read (`reader` says when they are tried
 /// again): the first one by name, and why.
 pub fn warn_unreadable(failed: usize, first: Option<&FileFailure>, reader: Reader) {
     let Some(first) = first else { return };

@@ -60,7 +60,9 @@ pub fn watch_unavailable(dir: &Path, error: &str, poll: Duration) {
 /// every poll, `once` on its next run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reader {
+    /// `run`: it polls again, and waits for what is missing.
     Run,
+    /// `once`: it is over; its next run reads again.
     Once,
 }
 

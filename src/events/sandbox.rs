@@ -11,7 +11,7 @@ pub enum Landlock {
 }
 
 /// Landlock is in force.
-pub fn sandbox_entered(landlock: Landlock, reads: &Path, writes: &Path) {
+pub fn entered(landlock: Landlock, reads: &Path, writes: &Path) {
     let how = match landlock {
         Landlock::Enforced => "enforced",
         Landlock::PartlyEnforced => "partly enforced (older kernel)",
@@ -25,7 +25,7 @@ pub fn sandbox_entered(landlock: Landlock, reads: &Path, writes: &Path) {
 }
 
 /// No sandbox on this system (`why`).
-pub fn sandbox_unavailable(why: &str) {
+pub fn unavailable(why: &str) {
     tracing::info!(
         event = "sandbox.unavailable",
         "sandbox: {why}; running without it"
@@ -33,12 +33,12 @@ pub fn sandbox_unavailable(why: &str) {
 }
 
 /// `--sandbox off`.
-pub fn sandbox_off() {
+pub fn off() {
     tracing::debug!(event = "sandbox.off", "sandbox: off (--sandbox off)");
 }
 
 /// The sandbox was not entered: the stats dir does not exist yet.
-pub fn sandbox_not_entered(stats_dir: &Path) {
+pub fn not_entered(stats_dir: &Path) {
     tracing::warn!(
         event = "sandbox.not_entered",
         "sandbox: not entered, because the stats dir {} does not exist yet; restart the exporter once Reasonix has created it",

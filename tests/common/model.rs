@@ -26,8 +26,13 @@ pub type Series = (String, String, String);
 pub fn token_totals_of_status(status: &Value) -> BTreeMap<Series, [u64; 8]> {
     let mut totals = BTreeMap::new();
     for row in status["series"].as_array().expect("status --json has its series") {
-        let key = |k: &str| row[k].as_str().expect("an attribute").to_owned();
-        let quantities = QUANTITIES.map(|k| row[k].as_u64().expect("a quantity"));
+        let key = |k: &str| {
+            row[k]
+                .as_str()
+                .unwrap_or_else(|| panic!("no {k} in {row}"))
+                .to_owned()
+        };
+        let quantities = QUANTITIES.map(|k| row[k].as_u64().unwrap_or_else(|| panic!("no {k} in {row}")));
         if quantities.iter().any(|&q| q > 0) {
             totals.insert((key("model_ref"), key("provider"), key("source")), quantities);
         }

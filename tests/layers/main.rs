@@ -6,6 +6,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+mod store_imports;
+
 /// The top-level modules, lowest first: each may use only those before it.
 const LAYERS: [&str; 18] = [
     "bytes", "shown", "events", "paths", "files", "ledger", "series", "store", "upgrade", "ingest",
@@ -142,91 +144,6 @@ fn each_concern_stays_in_its_room() {
         }
     }
     assert!(wrong.is_empty(), "out of their rooms:\n{}", wrong.join("\n"));
-}
-
-/// Inside `store/`, no two files import each other: each pair has one direction (the module's
-/// own `mod.rs`, which every file of it may use, aside).
-#[test]
-fn no_two_files_of_the_store_import_each_other() {
-    let store = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/store");
-    let mut files = Vec::new();
-    sources(&store, &mut files);
-    let module_of = |path: &Path| -> Vec<String> {
-        let rel = path.strip_prefix(&store).unwrap().with_extension("");
-        let mut parts: Vec<String> = rel.iter().map(|p| p.to_string_lossy().into_owned()).collect();
-        if parts.last().is_some_and(|p| p == "mod") {
-            parts.pop();
-        }
-        parts
-    };
-    let modules: BTreeSet<Vec<String>> = files.iter().map(|f| module_of(f)).collect();
-    let mut edges = BTreeSet::new();
-    for file in &files {
-        let me = module_of(file);
-        let text = std::fs::read_to_string(file).unwrap();
-        let code = code_lines(&text).join("\n");
-        for (base, rest) in uses_of_the_store(&me, &code) {
-            let mut target = base;
-            for segment in rest {
-                let deeper = [target.clone(), vec![segment]].concat();
-                if !modules.contains(&deeper) {
-                    break;
-                }
-                target = deeper;
-            }
-            // The module itself, or one that holds it (its `mod.rs`: `Store`, `StoreError`).
-            if !me.starts_with(&target) {
-                edges.insert((me.join("/"), target.join("/")));
-            }
-        }
-    }
-    assert!(edges.len() > 15, "the store's imports were found: {edges:?}");
-    let both: Vec<String> = edges
-        .iter()
-        .filter(|(a, b)| a < b && edges.contains(&(b.clone(), a.clone())))
-        .map(|(a, b)| format!("store/{a} and store/{b}"))
-        .collect();
-    assert!(
-        both.is_empty(),
-        "files that import each other:\n{}",
-        both.join("\n")
-    );
-}
-
-/// Every path into the store's modules that `code` (of the module `me`) names: where it starts
-/// (`super::`, as often as it is written, or `crate::store::`), and the names after it.
-fn uses_of_the_store(me: &[String], code: &str) -> Vec<(Vec<String>, Vec<String>)> {
-    let mut found = Vec::new();
-    for (at, _) in code
-        .match_indices("super::")
-        .chain(code.match_indices("crate::store::"))
-    {
-        if code[..at].ends_with("super::") {
-            continue; // the rest of a `super::super::` path, read from its start
-        }
-        let mut base = me.to_vec();
-        let mut rest = &code[at..];
-        if let Some(after) = rest.strip_prefix("crate::store::") {
-            base.clear();
-            rest = after;
-        }
-        while let Some(after) = rest.strip_prefix("super::") {
-            base.pop();
-            rest = after;
-        }
-        let names = rest
-            .split("::")
-            .map(|part| {
-                part.split(|c: char| !(c.is_alphanumeric() || c == '_'))
-                    .next()
-                    .unwrap_or("")
-            })
-            .take_while(|name| !name.is_empty())
-            .map(str::to_string)
-            .collect();
-        found.push((base, names));
-    }
-    found
 }
 
 /// The level of a `tracing::` call that makes an event.
