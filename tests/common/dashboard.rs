@@ -25,6 +25,16 @@ pub fn dashboard() -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).expect("the dashboard is JSON")
 }
 
+/// The dashboard's "Daily totals" table panel.
+pub fn daily_totals_panel(dash: &Value) -> &Value {
+    dash["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["type"] == "table" && p["title"].as_str().unwrap().starts_with("Daily totals"))
+        .expect("the dashboard has its Daily totals table")
+}
+
 /// Every panel with each of its targets.
 pub fn targets(dash: &Value) -> Vec<(&Value, &Value)> {
     let mut out = Vec::new();

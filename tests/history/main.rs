@@ -229,12 +229,7 @@ type Rows = BTreeMap<i64, u64>;
 /// local midnight, zero rows left out); and as the oracle has it.
 fn daily_table(api: &Prometheus, oracle: &Oracle, range: &TimeRange) -> (Vec<Rows>, Vec<Rows>) {
     let dash = dashboard();
-    let panel = dash["panels"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["type"] == "table" && p["title"].as_str().unwrap().starts_with("Daily totals"))
-        .unwrap();
+    let panel = common::dashboard::daily_totals_panel(&dash);
     let (mut got, mut want) = (Vec::new(), Vec::new());
     for (q, column) in COLUMNS.iter().enumerate() {
         let target = panel["targets"]

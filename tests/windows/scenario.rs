@@ -335,12 +335,7 @@ fn check_window(backend: &Backend, timeline: &Timeline, what: &str, range: TimeR
 /// up to the growth from the first row's midnight on.
 fn check_daily_table(backend: &Backend, timeline: &Timeline, range: TimeRange, midnight: i64) {
     let dash = dashboard();
-    let panel = dash["panels"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["type"] == "table" && p["title"].as_str().unwrap().starts_with("Daily totals"))
-        .unwrap();
+    let panel = common::dashboard::daily_totals_panel(&dash);
     let columns = [
         ("Tokens", "total"),
         ("Prompt", "prompt"),
