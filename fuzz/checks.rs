@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use reasonix_exporter::catalog::Quantity;
 use reasonix_exporter::ledger::decode::{Decoded, RowKind, decode};
 use reasonix_exporter::ledger::tail::split_lines;
 use serde::de::IgnoredAny;
@@ -29,13 +30,14 @@ pub fn decode_line(data: &[u8]) {
         let text = without_surrogates(&String::from_utf8_lossy(data));
         if let (RowKind::Usage(counts), Some(go)) = (row.kind, go_counts(&text)) {
             let ours = [
-                counts.prompt,
-                counts.completion,
-                counts.reasoning,
-                counts.cache_hit,
-                counts.cache_miss,
-                counts.total,
-            ];
+                Quantity::Prompt,
+                Quantity::Completion,
+                Quantity::Reasoning,
+                Quantity::CacheHit,
+                Quantity::CacheMiss,
+                Quantity::Total,
+            ]
+            .map(|q| counts.get(q));
             assert_eq!(ours, go, "counts otherwise than Go reads them: {text:?}");
         }
     }

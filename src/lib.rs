@@ -4,23 +4,25 @@
 //! [`store`] (seen set, totals, checkpoints) → [`upgrade`] → [`ingest`] → [`export`] (OTLP, `/metrics`) → [`history`] →
 //! [`settings`] → [`daemon`] (`run`) and [`cli`]; below them all, [`bytes`], [`shown`], [`events`],
 //! [`paths`] and [`files`].
-//! `tests/layers.rs` checks that no module uses one above it (the order is in docs/design.md).
+//! `tests/layers/` checks that no module uses one above it (the order is in docs/design.md).
 
 pub mod bytes;
+pub mod catalog;
 pub mod cli;
 pub mod daemon;
+pub mod delivery;
 pub mod events;
 pub mod export;
-pub mod files;
 pub mod history;
+pub mod inert_text;
 pub mod ingest;
 pub mod ledger;
+pub mod own_files;
 pub mod paths;
 pub mod rules;
 pub mod sandbox;
 pub mod series;
 pub mod settings;
-pub mod shown;
-pub mod snapshot;
+pub mod status_file;
 pub mod store;
 pub mod upgrade;

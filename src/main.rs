@@ -27,7 +27,7 @@ fn main() -> ExitCode {
 fn fail(err: &anyhow::Error) -> ExitCode {
     // One line whatever it quotes (a key from a config file, a value from the environment):
     // a control character is shown escaped, never acted on by the terminal.
-    let said = reasonix_exporter::shown::one_line(&format!("{err:#}"), 8192);
+    let said = reasonix_exporter::inert_text::one_line(&format!("{err:#}"), 8192);
     let _ = writeln!(std::io::stderr(), "reasonix-exporter: {said}");
     ExitCode::FAILURE
 }

@@ -12,6 +12,7 @@ use std::process::{Command, Stdio};
 
 use common::model::QUANTITIES;
 use common::tools;
+use reasonix_exporter::catalog::Quantity;
 use reasonix_exporter::ledger::decode::{Counts, Decoded, Rejection, RowKind, decode};
 
 #[derive(serde::Deserialize, Debug)]
@@ -114,15 +115,15 @@ fn disagreement(line: &[u8], go: &GoVerdict) -> Option<String> {
     } else if go.compaction {
         RowKind::Compaction
     } else {
-        RowKind::Usage(Counts {
-            prompt,
-            completion,
-            reasoning,
-            cache_hit,
-            cache_miss,
-            total,
-            requests,
-        })
+        RowKind::Usage(Counts::of(&[
+            (Quantity::Prompt, prompt),
+            (Quantity::Completion, completion),
+            (Quantity::Reasoning, reasoning),
+            (Quantity::CacheHit, cache_hit),
+            (Quantity::CacheMiss, cache_miss),
+            (Quantity::Total, total),
+            (Quantity::Requests, requests),
+        ]))
     };
     (row.kind != want).then(|| format!("kind: ours {:?}, Go {want:?} ({go:?})", row.kind))
 }

@@ -60,12 +60,16 @@ struct Upgrade {
 
 impl Upgrade {
     fn new() -> Upgrade {
+        Upgrade::of("store-format-3")
+    }
+
+    fn of(store: &str) -> Upgrade {
         let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata");
         let work = tempfile::tempdir().unwrap();
         let stats = work.path().join("stats");
         copy_tree(&root.join("row-kinds/stats"), &stats);
         let state = work.path().join("state");
-        copy_tree(&root.join("store-format-3/state"), &state);
+        copy_tree(&root.join(store).join("state"), &state);
         let want = std::fs::read(root.join("row-kinds/expected-status.json")).unwrap();
         Upgrade {
             work,
@@ -132,11 +136,72 @@ fn a_store_from_before_cost_is_upgraded_and_gains_the_cost_of_its_lines_once() {
     assert!(!table(&state).contains("still to be read"), "the pass is over");
 }
 
+/// `testdata/store-format-5`: the state dir `once` left after counting `row-kinds` and exporting
+/// it with delta temporality (format 5: token totals eight wide, in the store, the stream record,
+/// the export record and the history frontier). This build upgrades a copy: the same totals,
+/// cost and counts; what was delivered still delivered, so a delta export has nothing to send
+/// (to an endpoint where nothing listens, which it never asks); the stream's start kept.
+#[test]
+fn a_store_from_before_widths_is_upgraded_with_its_totals_and_deliveries() {
+    let Upgrade {
+        work: _work,
+        stats,
+        state,
+        want,
+    } = Upgrade::of("store-format-5");
+    let status = |state: &Path| -> serde_json::Value {
+        serde_json::from_slice(&run(&stats, state, &["status", "--json"]).stdout).unwrap()
+    };
+    let stream_start = |state: &Path| std::fs::read(state.join("stream")).unwrap()[9..17].to_vec();
+    let start = stream_start(&state);
+    for key in ["series", "cost", "unpriced", "lines"] {
+        assert_eq!(
+            status(&state)[key],
+            want[key],
+            "{key}, as the old store counted it"
+        );
+    }
+    let nowhere = "http://127.0.0.1:9/v1/metrics";
+    for pass in 1..=2 {
+        let out = std::process::Command::new(BIN)
+            .env_clear()
+            .env("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", "delta")
+            .args(["--stats-dir".as_ref(), stats.as_os_str()])
+            .args(["--state-dir".as_ref(), state.as_os_str()])
+            .args(["--otlp-endpoint", nowhere, "once"])
+            .output()
+            .unwrap();
+        assert_success(&out);
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            said.contains("nothing new"),
+            "pass {pass}: delivered stays delivered: {said}"
+        );
+        // The ledger is a copy (its files new to the store): read again, every line a duplicate.
+        let after = status(&state);
+        for key in ["series", "cost", "unpriced"] {
+            assert_eq!(after[key], want[key], "pass {pass}: {key}, nothing counted twice");
+        }
+        assert_eq!(after["lines"]["counted"], want["lines"]["counted"], "pass {pass}");
+    }
+    assert_eq!(stream_start(&state), start, "the stream goes on");
+    let doctor = std::process::Command::new(BIN)
+        .env_clear()
+        .args(["--stats-dir".as_ref(), stats.as_os_str()])
+        .args(["--state-dir".as_ref(), state.as_os_str()])
+        .args(["doctor", "--otlp", "off", "--prometheus", "off"])
+        .output()
+        .unwrap();
+    let doctor = String::from_utf8_lossy(&doctor.stdout);
+    let format = format!("format {}", reasonix_exporter::store::FORMAT_VERSION);
+    assert!(doctor.contains(&format), "{doctor}");
+}
+
 /// The cost pass stopped after its first file (as by a signal) and then killed: the copy of the
 /// state dir a `kill -9` leaves resumes the pass, and each line's cost is added once.
 #[test]
 fn the_cost_pass_resumes_after_a_kill_and_adds_each_cost_once() {
-    use reasonix_exporter::snapshot::StatusJson;
+    use reasonix_exporter::status_file::StatusJson;
     use reasonix_exporter::store::Store;
     use std::sync::atomic::AtomicBool;
 
@@ -169,7 +234,7 @@ fn the_cost_pass_resumes_after_a_kill_and_adds_each_cost_once() {
 /// line the store never counted, the usual reading counts it whole, and its cost is there once.
 #[test]
 fn a_new_line_in_a_file_the_cost_pass_has_still_to_read_is_priced_once() {
-    use reasonix_exporter::snapshot::StatusJson;
+    use reasonix_exporter::status_file::StatusJson;
     use reasonix_exporter::store::Store;
     use std::sync::atomic::AtomicBool;
 

@@ -8,12 +8,13 @@ use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequ
 use prost::Message;
 use serde::Deserialize;
 
+use crate::delivery::Delivery;
 use crate::export::health::ExportHealth;
 use crate::export::transport::{OtlpProtocol, SendError, Transport};
 use crate::ledger::decode::{Decoded, decode};
 use crate::ledger::discover::ledger_files;
 use crate::settings::Settings;
-use crate::snapshot::StatusJson;
+use crate::status_file::StatusJson;
 use crate::store::{Store, StoreError};
 
 /// The lines of a report: what was checked, and the fix for what is wrong.
@@ -182,7 +183,11 @@ fn check_store(settings: &Settings, report: &mut Report) {
         );
     }
     match Store::open_briefly(dir) {
-        Ok(store) => {
+        Ok(mut store) => {
+            let delivery = match Delivery::open(&mut store, false) {
+                Ok(delivery) => delivery,
+                Err(e) => return report_unusable(report, e),
+            };
             let counts = store.counts();
             report.ok(
                 "store",
@@ -193,7 +198,7 @@ fn check_store(settings: &Settings, report: &mut Report) {
                     human_bytes(store.disk_size()),
                     counts.counted,
                     store.series_count(),
-                    if store.pending_export().is_some() {
+                    if delivery.pending_export().is_some() {
                         ", one export awaiting confirmation"
                     } else {
                         ""
@@ -201,7 +206,7 @@ fn check_store(settings: &Settings, report: &mut Report) {
                 ),
             );
             report_pricing(&store, report);
-            report_clock(&store, report);
+            report_clock(&delivery, report);
         }
         Err(StoreError::Locked { owner, .. }) => {
             report.ok(
@@ -221,12 +226,19 @@ fn check_store(settings: &Settings, report: &mut Report) {
                 );
             }
         }
-        Err(e @ (StoreError::Corrupt { .. } | StoreError::NewerFormat { .. })) => report.problem(
+        Err(e) => report_unusable(report, e),
+    }
+}
+
+/// A store that cannot be opened, and the fix.
+fn report_unusable(report: &mut Report, e: StoreError) {
+    match e {
+        StoreError::Corrupt { .. } | StoreError::NewerFormat { .. } => report.problem(
             "store",
             e.to_string(),
             "run `reasonix-exporter once --reset-state` to rebuild it from the ledger",
         ),
-        Err(e) => report.problem(
+        _ => report.problem(
             "store",
             e.to_string(),
             "make the state dir writable, or choose another with --state-dir",
@@ -235,9 +247,9 @@ fn check_store(settings: &Settings, report: &mut Report) {
 }
 
 /// A stream dated ahead of the clock: written while the clock ran fast.
-fn report_clock(store: &Store, report: &mut Report) {
+fn report_clock(delivery: &Delivery, report: &mut Report) {
     let now = crate::export::otlp::now_ns();
-    let stream = store.stream();
+    let stream = delivery.stream();
     if stream.ahead_of(now) {
         let ahead = std::time::Duration::from_secs((stream.newest_ns() - now) / 1_000_000_000);
         report.problem(
@@ -264,9 +276,12 @@ fn report_pricing(store: &Store, report: &mut Report) {
 
 /// The same from the snapshot a running daemon keeps, when the store is in its hands.
 fn report_pricing_of_snapshot(state_dir: &Path, report: &mut Report) {
-    let doc = crate::files::read_own(&crate::snapshot::path_in(state_dir), crate::files::MAX_OWN_BYTES)
-        .ok()
-        .and_then(|bytes| serde_json::from_slice::<StatusJson>(&bytes).ok());
+    let doc = crate::own_files::read_own(
+        &crate::status_file::path_in(state_dir),
+        crate::own_files::MAX_OWN_BYTES,
+    )
+    .ok()
+    .and_then(|bytes| serde_json::from_slice::<StatusJson>(&bytes).ok());
     if let Some(doc) = doc {
         report.ok("cost", pricing_text(&doc));
     }

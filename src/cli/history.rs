@@ -147,7 +147,7 @@ fn otlp_sink(settings: &Settings) -> anyhow::Result<OtlpSink> {
     let attributes: Vec<String> = (resource.attributes.iter())
         .filter_map(|kv| match kv.value.as_ref()?.value.as_ref()? {
             any_value::Value::StringValue(v) => {
-                Some(format!("{}={}", kv.key, crate::shown::one_line(v, 200)))
+                Some(format!("{}={}", kv.key, crate::inert_text::one_line(v, 200)))
             }
             _ => None,
         })

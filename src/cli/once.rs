@@ -3,6 +3,7 @@
 use std::io::ErrorKind;
 use std::sync::atomic::AtomicBool;
 
+use crate::delivery::Delivery;
 use crate::events;
 use crate::events::ledger::{Lines, ReadOnce, Reader};
 use crate::export::otlp::OtlpExporter;
@@ -23,6 +24,7 @@ pub async fn once(settings: &Settings) -> anyhow::Result<()> {
     let mut store = Store::open(&settings.state_dir.value, settings.reset_state)?;
     // The export's record, or the close, flushes what the ingest commits.
     store.defer_commit_flush();
+    let mut delivery = Delivery::open(&mut store, settings.reset_state)?;
     let listing = match lister.join() {
         Ok(listing) => listing,
         // Listing does not panic; should it ever, list here.
@@ -38,6 +40,7 @@ pub async fn once(settings: &Settings) -> anyhow::Result<()> {
                 last_poll_end: SelfStats::unix_seconds(report.finished),
                 store_bytes: store.disk_size(),
                 export_failures: 0,
+                sinks: [None; 2],
             };
             say_ingested(&report);
         }
@@ -53,11 +56,16 @@ pub async fn once(settings: &Settings) -> anyhow::Result<()> {
         return Ok(());
     };
     let naming = &settings.naming;
-    let instance = store.identity(|| naming.fresh(), &naming.legacy);
+    let instance = delivery.identity(|| naming.fresh(), &naming.legacy);
     let mut exporter = OtlpExporter::new(otlp.target.clone(), otlp.temporality, &instance, &otlp.resource)?;
-    let report = exporter.export(&mut store, &self_stats).await.map_err(|e| {
-        anyhow::anyhow!("{e}; nothing was lost: what was ingested stays committed and is exported next time")
-    })?;
+    let report = exporter
+        .export(&store, &mut delivery, &self_stats)
+        .await
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "{e}; nothing was lost: what was ingested stays committed and is exported next time"
+            )
+        })?;
     if report.held > 0 {
         events::export::held(report.held);
     }

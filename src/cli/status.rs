@@ -4,7 +4,7 @@ use anyhow::Context;
 
 use crate::series::{Quantity, Totals};
 use crate::settings::Settings;
-use crate::snapshot::{self, StatusJson};
+use crate::status_file::{self, StatusJson};
 use crate::store::{Store, StoreError};
 
 /// The top-level entry point for `reasonix-exporter status`.
@@ -16,13 +16,14 @@ pub fn status(settings: &Settings, json: bool) -> anyhow::Result<()> {
             store.cost_pass().len(),
         ),
         Err(StoreError::Locked { owner, .. }) => {
-            let path = snapshot::path_in(state_dir);
-            let bytes = crate::files::read_own(&path, crate::files::MAX_OWN_BYTES).with_context(|| {
-                format!(
-                    "the store is in use by a running exporter and its snapshot {} cannot be read",
-                    path.display()
-                )
-            })?;
+            let path = status_file::path_in(state_dir);
+            let bytes =
+                crate::own_files::read_own(&path, crate::own_files::MAX_OWN_BYTES).with_context(|| {
+                    format!(
+                        "the store is in use by a running exporter and its snapshot {} cannot be read",
+                        path.display()
+                    )
+                })?;
             let doc = serde_json::from_slice(&bytes).with_context(|| {
                 format!(
                     "snapshot {} is unreadable; it is rewritten on the next commit",

@@ -7,12 +7,13 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use super::Daemon;
+use super::{Daemon, Opened};
 use crate::events;
 use crate::events::store::Tried;
 use crate::export::backoff::Backoff;
 use crate::export::health::ExportHealth;
 use crate::export::otlp::{ExportError, OtlpExporter, Outgoing, Sent};
+use crate::export::self_metrics::SinkRun;
 use crate::export::transport::SendError;
 
 /// The first retry after a failed export; doubles up to the export interval.
@@ -31,6 +32,10 @@ pub(super) struct Exports {
     health: ExportHealth,
     /// Points the last export held back (said once per change).
     held: usize,
+    /// When the export in flight was begun.
+    started: Option<Instant>,
+    /// How the last export went (a self-metric).
+    pub last: Option<SinkRun>,
 }
 
 impl Exports {
@@ -43,12 +48,23 @@ impl Exports {
             failures: 0,
             health: ExportHealth::default(),
             held: 0,
+            started: None,
+            last: None,
+        }
+    }
+
+    /// Notes how the export begun at `started` went, now that it is over.
+    fn ended(&mut self, success: bool) {
+        if let Some(started) = self.started.take() {
+            let seconds = started.elapsed().as_secs_f64();
+            self.last = Some(SinkRun { seconds, success });
         }
     }
 
     /// Takes a failed export into account: when to try again.
     fn failed(&mut self, e: &ExportError) {
         self.failures += 1;
+        self.ended(false);
         let (begins, asked) = match e {
             ExportError::Send { error, .. } => {
                 let asked = match error {
@@ -87,12 +103,18 @@ impl Daemon {
         if let Some(exports) = self.exports.as_mut() {
             exports.retry_at = None;
         }
-        let (Some(exports), Some(store)) = (self.exports.as_mut(), self.store.as_mut()) else {
+        let (Some(exports), Some(Opened { store, delivery })) = (self.exports.as_mut(), self.opened.as_mut())
+        else {
             return Ok(());
         };
-        let outgoing = match exports.exporter.prepare(store, &self_stats) {
+        exports.started = Some(Instant::now());
+        let outgoing = match exports.exporter.prepare(store, delivery, &self_stats) {
             Ok(Some(outgoing)) => outgoing,
-            Ok(None) => return Ok(()),
+            Ok(None) => {
+                // Nothing to send: no delivery to speak of.
+                exports.started = None;
+                return Ok(());
+            }
             Err(ExportError::Store(e)) => return self.pause(e),
             Err(e) => return Err(e.into()),
         };
@@ -107,13 +129,15 @@ impl Daemon {
     pub(super) fn finish_export(&mut self, done: (Outgoing, Sent)) -> anyhow::Result<()> {
         // With the store let go, the answer is dropped: a cumulative export is sent again, and a
         // delta export's record settles it when the store reopens.
-        let (Some(exports), Some(store)) = (self.exports.as_mut(), self.store.as_mut()) else {
+        let (Some(exports), Some(Opened { delivery, .. })) = (self.exports.as_mut(), self.opened.as_mut())
+        else {
             return Ok(());
         };
         let (outgoing, sent) = done;
         exports.note_held(outgoing.report().held);
-        match exports.exporter.complete(store, outgoing, sent) {
+        match exports.exporter.complete(delivery, outgoing, sent) {
             Ok(report) => {
+                exports.ended(true);
                 if let Some(lasted) = exports.health.outage_lasted() {
                     events::export::outage_over(&exports.exporter.endpoint(), lasted);
                 }

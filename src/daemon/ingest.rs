@@ -40,7 +40,7 @@ impl Daemon {
         if !self.resume()? {
             return Ok(());
         }
-        let Some(store) = self.store.as_mut() else {
+        let Some(super::Opened { store, .. }) = self.opened.as_mut() else {
             return Ok(());
         };
         // sled writes on into the files of a state dir deleted under it: notice, and start over.

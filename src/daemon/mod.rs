@@ -25,6 +25,7 @@ use std::time::Duration;
 use anyhow::Context;
 use tokio::sync::{Notify, watch};
 
+use crate::delivery::Delivery;
 use crate::events::{self, daemon::Stopped};
 use crate::export::otlp::{ExportError, OtlpExporter};
 use crate::export::prometheus::{self, ScrapeView};
@@ -60,11 +61,11 @@ pub async fn run(settings: &Settings) -> anyhow::Result<()> {
             stopped.notify_one();
         }
     });
-    let mut store = Store::open(&settings.state_dir.value, settings.reset_state)?;
+    let mut opened = Opened::open(&settings.state_dir.value, settings.reset_state)?;
     // Opening a store of many files' checkpoints allocates and frees far more than it keeps.
     ingest::release_freed_memory();
     let naming = &settings.naming;
-    let instance = store.identity(|| naming.fresh(), &naming.legacy);
+    let instance = opened.delivery.identity(|| naming.fresh(), &naming.legacy);
     let (scrape_views, scrape_view_rx) = watch::channel(Arc::new(ScrapeView::default()));
     let mut serving = None;
     let mut listening = None;
@@ -86,7 +87,7 @@ pub async fn run(settings: &Settings) -> anyhow::Result<()> {
         )?),
         None => None,
     };
-    let mut daemon = Daemon::new(settings, store, exporter, scrape_views, serving, stopping);
+    let mut daemon = Daemon::new(settings, opened, exporter, scrape_views, serving, stopping);
     // The store's totals are what the first scrape sees: served before them, a scrape would show
     // the lifetime counters at zero, which Prometheus takes for a reset. (A client that connects
     // meanwhile waits in the listen queue.)
@@ -97,9 +98,25 @@ pub async fn run(settings: &Settings) -> anyhow::Result<()> {
     daemon.serve(&stopped).await
 }
 
+/// The store and what its backends have received: opened together, let go of together.
+/// `delivery` holds a handle on the store's database, so it is dropped first (fields drop in
+/// order): the store's lock goes only once sled is closed.
+struct Opened {
+    delivery: Delivery,
+    store: Store,
+}
+
+impl Opened {
+    fn open(state_dir: &std::path::Path, reset: bool) -> Result<Opened, crate::store::StoreError> {
+        let mut store = Store::open(state_dir, reset)?;
+        let delivery = Delivery::open(&mut store, reset)?;
+        Ok(Opened { store, delivery })
+    }
+}
+
 struct Daemon {
     /// `None` only while a store fault waits for its retry (see [`Daemon::resume`]).
-    store: Option<Store>,
+    opened: Option<Opened>,
     /// Counting is paused because the store could not be written.
     fault: Option<StoreFault>,
     settings: Settings,
@@ -118,14 +135,14 @@ struct Daemon {
 impl Daemon {
     fn new(
         settings: &Settings,
-        store: Store,
+        opened: Opened,
         exporter: Option<OtlpExporter>,
         scrape_views: watch::Sender<Arc<ScrapeView>>,
         serving: Option<String>,
         stopping: Arc<AtomicBool>,
     ) -> Daemon {
         Daemon {
-            store: Some(store),
+            opened: Some(opened),
             fault: None,
             settings: settings.clone(),
             published: Published::new(scrape_views, serving),
@@ -163,7 +180,7 @@ impl Daemon {
     }
 
     fn self_stats(&self) -> SelfStats {
-        let Some(store) = self.store.as_ref() else {
+        let Some(Opened { store, .. }) = self.opened.as_ref() else {
             return self.published.self_stats();
         };
         SelfStats {
@@ -173,6 +190,7 @@ impl Daemon {
             last_poll_seconds: self.last_poll.duration().as_secs_f64(),
             last_poll_end: SelfStats::unix_seconds(self.last_poll.finished),
             store_bytes: store.disk_size(),
+            sinks: [self.exports.as_ref().and_then(|x| x.last), self.published.last()],
         }
     }
 
@@ -188,9 +206,14 @@ impl Daemon {
     /// Hands `/metrics` and `status` the store's committed state.
     fn publish(&mut self) {
         let self_stats = self.self_stats();
-        if let Some(store) = self.store.as_mut() {
-            self.published
-                .publish(store, self_stats, self.caught_up, &self.settings.state_dir.value);
+        if let Some(Opened { store, delivery }) = self.opened.as_mut() {
+            self.published.publish(
+                store,
+                delivery,
+                self_stats,
+                self.caught_up,
+                &self.settings.state_dir.value,
+            );
         }
     }
 
@@ -206,13 +229,15 @@ impl Daemon {
             }
         }
         let self_stats = self.self_stats();
-        if let Some(store) = self.store.as_mut() {
-            self.published.note_the_last(store);
+        if let Some(Opened { store, delivery }) = self.opened.as_mut() {
+            self.published.note_the_last(store, delivery);
         }
-        if self.store.is_none() {
+        if self.opened.is_none() {
             events::daemon::stopped(Stopped::Paused);
-        } else if let (Some(exports), Some(store)) = (self.exports.as_mut(), self.store.as_mut()) {
-            let last = exports.exporter.export(store, &self_stats);
+        } else if let (Some(exports), Some(Opened { store, delivery })) =
+            (self.exports.as_mut(), self.opened.as_mut())
+        {
+            let last = exports.exporter.export(store, delivery, &self_stats);
             let outcome = tokio::time::timeout_at(deadline, last).await;
             events::daemon::stopped(match &outcome {
                 Ok(Ok(_)) => Stopped::Exported,

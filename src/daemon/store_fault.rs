@@ -8,10 +8,12 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::Daemon;
+use super::Opened;
 use super::exports::FIRST_RETRY;
+use crate::delivery::Released;
 use crate::events;
 use crate::export::backoff::Backoff;
-use crate::store::{Released, StoreError};
+use crate::store::StoreError;
 
 /// The longest wait between attempts to reopen a store that could not be written.
 const MAX_STORE_RETRY: Duration = Duration::from_secs(30);
@@ -51,7 +53,7 @@ impl Daemon {
         let StoreError::Io { error: cause, .. } = &error else {
             return Err(error.into());
         };
-        let Some(store) = self.store.take() else {
+        let Some(Opened { store, delivery }) = self.opened.take() else {
             return Ok(());
         };
         let first = self.settings.poll_interval.value.max(FIRST_RETRY);
@@ -65,7 +67,7 @@ impl Daemon {
             retry_at: Instant::now() + retry,
             backoff,
             // sled's lock and ours let one store per folder be open: this one goes first.
-            released: store.release(),
+            released: delivery.release(store),
         });
         Ok(())
     }
@@ -79,11 +81,11 @@ impl Daemon {
             return Ok(false);
         }
         match fault.released.reopen() {
-            Ok(store) => {
+            Ok((store, delivery)) => {
                 events::store::resumed(fault.since.elapsed());
                 // The store may be one made anew: its first poll reads every file.
                 self.stats_dir.listed = None;
-                self.store = Some(store);
+                self.opened = Some(Opened { store, delivery });
                 self.fault = None;
                 Ok(true)
             }

@@ -49,10 +49,10 @@ fn run_daemon(
     let exporter = settings.otlp.as_ref().map(|otlp| {
         OtlpExporter::new(otlp.target.clone(), otlp.temporality, "test@host", &otlp.resource).unwrap()
     });
-    let store = Store::open(state, false).unwrap();
+    let opened = Opened::open(state, false).unwrap();
     let (scrape_views, published) = watch::channel(Arc::new(ScrapeView::default()));
     let stopping = Arc::new(AtomicBool::new(false));
-    let mut daemon = Daemon::new(&settings, store, exporter, scrape_views, None, stopping);
+    let mut daemon = Daemon::new(&settings, opened, exporter, scrape_views, None, stopping);
     let stopped = Arc::new(Notify::new());
     let stop = stopped.clone();
     let task = tokio::spawn(async move { daemon.serve(&stop).await });
@@ -250,12 +250,12 @@ async fn a_retry_that_comes_due_while_counting_is_paused_is_taken_not_spun_on() 
     let otlp = settings.otlp.as_ref().unwrap();
     let exporter =
         OtlpExporter::new(otlp.target.clone(), otlp.temporality, "test@host", &otlp.resource).unwrap();
-    let store = Store::open(&state, false).unwrap();
+    let opened = Opened::open(&state, false).unwrap();
     let (scrape_views, _published) = watch::channel(Arc::new(ScrapeView::default()));
     let stopping = Arc::new(AtomicBool::new(false));
-    let mut daemon = Daemon::new(&settings, store, Some(exporter), scrape_views, None, stopping);
+    let mut daemon = Daemon::new(&settings, opened, Some(exporter), scrape_views, None, stopping);
     daemon.exports.as_mut().unwrap().retry_at = Some(tokio::time::Instant::now());
-    drop(daemon.store.take());
+    drop(daemon.opened.take());
     daemon.start_export().unwrap();
     assert_eq!(daemon.retry_at(), None, "the retry is taken");
     assert!(daemon.idle(), "nothing was sent without a store");

@@ -111,7 +111,9 @@ impl ExportHealth {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
                 _ => {}
             },
-            Some(_) => crate::files::replace_json(&path, self, crate::files::Durability::ProcessCrash)?,
+            Some(_) => {
+                crate::own_files::replace_json(&path, self, crate::own_files::Durability::ProcessCrash)?
+            }
         }
         self.unsaved = false;
         Ok(())
@@ -119,7 +121,7 @@ impl ExportHealth {
 
     /// What a running daemon left, if anything is wrong.
     pub fn load(state_dir: &Path) -> Option<ExportHealth> {
-        let text = crate::files::read_own(&path_in(state_dir), crate::files::MAX_OWN_BYTES).ok()?;
+        let text = crate::own_files::read_own(&path_in(state_dir), crate::own_files::MAX_OWN_BYTES).ok()?;
         serde_json::from_slice(&text).ok()
     }
 }

@@ -30,6 +30,7 @@ use opentelemetry_proto::tonic::resource::v1::Resource;
 use super::payload::{self, Contents, Interval, Part, Temporality};
 use super::self_metrics::SelfStats;
 use super::transport::{Accepted, OtlpTarget, SendError, Transport};
+use crate::delivery::Delivery;
 use crate::series::{AttrSet, Sums};
 use crate::store::{PendingExport, Store, StoreError};
 
@@ -180,16 +181,17 @@ impl OtlpExporter {
     /// once. On failure nothing is lost: the next export carries it.
     pub async fn export(
         &mut self,
-        store: &mut Store,
+        store: &Store,
+        delivery: &mut Delivery,
         self_stats: &SelfStats,
     ) -> Result<ExportReport, ExportError> {
         loop {
-            let Some(outgoing) = self.prepare(store, self_stats)? else {
+            let Some(outgoing) = self.prepare(store, delivery, self_stats)? else {
                 return Ok(ExportReport::default());
             };
             let sent = outgoing.send(self.transport()).await;
             let limit = self.max_request_bytes;
-            match self.complete(store, outgoing, sent) {
+            match self.complete(delivery, outgoing, sent) {
                 Err(ExportError::Send {
                     error: SendError::Refused { too_large: true, .. },
                     ..
@@ -201,22 +203,24 @@ impl OtlpExporter {
     }
 
     /// The next request to send, its record made durable; `None` when there is nothing to send.
+    /// What was counted is read from `store`; everything else is `delivery`'s.
     pub fn prepare(
         &mut self,
-        store: &mut Store,
+        store: &Store,
+        delivery: &mut Delivery,
         self_stats: &SelfStats,
     ) -> Result<Option<Outgoing>, ExportError> {
-        if store.pending_export().is_some() {
+        if delivery.pending_export().is_some() {
             // A delta export a run did not see answered: its outcome is unknown.
-            store.finish_export()?;
+            delivery.finish_export()?;
         }
-        store.bring_stream_back(now_ns())?;
-        let stream = store.stream();
+        delivery.bring_stream_back(now_ns())?;
         let lifetime = store.lifetime().clone();
+        let stream = delivery.stream();
         let (values, start_ns) = match self.temporality {
             Temporality::Cumulative => (lifetime.clone(), stream.start_ns),
             Temporality::Delta => (
-                lifetime.minus(store.delivered()),
+                lifetime.minus(delivery.delivered()),
                 // Right after the last export (or the stream's start): delta intervals follow
                 // one another without overlap.
                 stream.last_time_ns.max(stream.start_ns),
@@ -227,7 +231,7 @@ impl OtlpExporter {
         let births = match self.temporality {
             Temporality::Cumulative if stream.last_time_ns != 0 => values
                 .unsent(&stream.marks)
-                .unsent(store.delivered())
+                .unsent(delivery.delivered())
                 .unsent(&self.born),
             _ => Sums::default(),
         };
@@ -252,11 +256,11 @@ impl OtlpExporter {
         };
         let marked = payload::marked(&contents);
         if self.temporality == Temporality::Delta && !born {
-            store.begin_export(PendingExport {
+            delivery.begin_export(PendingExport {
                 delivered_after: lifetime.clone(),
             })?;
         }
-        store.record_stream(marked)?;
+        delivery.record_stream(store, marked)?;
         let requests = parts.len();
         Ok(Some(Outgoing {
             parts: Arc::new(parts),
@@ -275,12 +279,12 @@ impl OtlpExporter {
     /// Records the collector's answers to `outgoing`'s requests.
     pub fn complete(
         &mut self,
-        store: &mut Store,
+        delivery: &mut Delivery,
         outgoing: Outgoing,
         sent: Sent,
     ) -> Result<ExportReport, ExportError> {
         if let Some(births) = &outgoing.births {
-            // Nothing of the store changes: only a birth the collector answered lets values
+            // Nothing delivered changes: only a birth the collector answered lets values
             // follow. A zero it refused as data (a backend that holds a later point of the
             // series, from exports a restored store does not know of, or finds the zero too
             // old) would be refused again: its series is counted from its first value.
@@ -308,7 +312,7 @@ impl OtlpExporter {
         match (self.temporality, sent.result) {
             (Temporality::Cumulative, Ok(accepted)) => {
                 self.answered = true;
-                store.confirm_delivered(&outgoing.lifetime)?;
+                delivery.confirm_delivered(&outgoing.lifetime)?;
                 Ok(ExportReport {
                     accepted,
                     ..outgoing.report
@@ -316,11 +320,11 @@ impl OtlpExporter {
             }
             // Nothing to undo: the next export carries the same totals, or higher.
             (Temporality::Cumulative, Err(error)) => {
-                store.confirm_delivered(&taken)?;
+                delivery.confirm_delivered(&taken)?;
                 Err(self.send_error(error))
             }
             (Temporality::Delta, Ok(accepted)) => {
-                store.finish_export()?;
+                delivery.finish_export()?;
                 Ok(ExportReport {
                     accepted,
                     ..outgoing.report
@@ -329,10 +333,10 @@ impl OtlpExporter {
             (Temporality::Delta, Err(error)) => {
                 if error.outcome_unknown() {
                     // The collector may have it: err toward under-counting.
-                    store.finish_export()?;
+                    delivery.finish_export()?;
                 } else {
                     // It certainly does not have the rest: the next export carries it again.
-                    store.finish_export_of(&taken)?;
+                    delivery.finish_export_of(&taken)?;
                 }
                 Err(self.send_error(error))
             }

@@ -19,9 +19,7 @@ use opentelemetry_proto::tonic::resource::v1::Resource;
 use prost::Message;
 
 use super::self_metrics::{Kind, SelfStats};
-use crate::series::MetricNames;
-use crate::series::cost::{COST, SeriesKey, UNPRICED};
-use crate::series::{AttrSet, Quantity, Sums};
+use crate::series::{self, AttrSet, FamilyKey, MetricNames, MetricWalk, Number, Sums, SumsByKey};
 use crate::store::stream::StreamRecord;
 
 /// Whether points carry running sums or increments.
@@ -123,38 +121,19 @@ fn build(
     values: &Sums,
     with_self_stats: bool,
 ) -> Option<Built> {
-    let (mut points, mut held) = (0, 0);
-    let marks = &contents.stream.marks;
-    let mut metrics = Vec::new();
-    let mut add = |names: MetricNames, (data_points, kept_back): (Vec<NumberDataPoint>, usize)| {
-        held += kept_back;
-        points += data_points.len();
-        if !data_points.is_empty() {
-            metrics.push(sum_metric(names, data_points, contents.temporality));
-        }
+    let mut walk = Points {
+        contents,
+        metrics: Vec::new(),
+        points: 0,
+        held: 0,
     };
-    for quantity in Quantity::ALL {
-        let names = quantity.names();
-        add(
-            names,
-            data_points(contents, &values.tokens, &marks.tokens, |t| {
-                let value = t.get(quantity);
-                (value.into(), AsInt(pinned(value)))
-            }),
-        );
-    }
-    add(
-        COST,
-        data_points(contents, &values.cost, &marks.cost, |a| {
-            (a.units(), AsDouble(a.to_f64()))
-        }),
-    );
-    add(
-        UNPRICED,
-        data_points(contents, &values.unpriced, &marks.unpriced, |n| {
-            ((*n).into(), AsInt(pinned(*n)))
-        }),
-    );
+    let Ok(()) = series::walk_sums(&mut walk, values);
+    let Points {
+        mut metrics,
+        points,
+        held,
+        ..
+    } = walk;
     if metrics.is_empty() && held == 0 {
         return None;
     }
@@ -198,15 +177,53 @@ pub fn enveloped(resource: &Resource, metrics: Vec<Metric>) -> ExportMetricsServ
     }
 }
 
-/// The points of one metric, zeros left out; and how many were held back (cumulative only:
-/// a value below what was sent before for its series). `value` gives a series' value to
-/// compare (exact) and the value to send.
-fn data_points<K: SeriesKey, V>(
+/// Each metric of the values a request carries, as its points (a walk over the metrics).
+struct Points<'c, 'a> {
+    contents: &'c Contents<'a>,
+    metrics: Vec<Metric>,
+    points: usize,
+    held: usize,
+}
+
+impl MetricWalk<SumsByKey> for Points<'_, '_> {
+    type Error = std::convert::Infallible;
+
+    fn metric<K: FamilyKey>(
+        &mut self,
+        metric: series::Metric,
+        family: &BTreeMap<K, K::Sum>,
+    ) -> Result<(), Self::Error> {
+        let marks = K::of(&self.contents.stream.marks);
+        let (data_points, held) = data_points(self.contents, family, marks, metric);
+        self.held += held;
+        self.points += data_points.len();
+        if !data_points.is_empty() {
+            let temporality = self.contents.temporality;
+            self.metrics
+                .push(sum_metric(metric.names(), data_points, temporality));
+        }
+        Ok(())
+    }
+}
+
+/// A value to compare (exact) and the value to send: its integers are signed, and a sum is
+/// pinned below 2^63; an amount goes as a double.
+fn sent_value(number: Number) -> (u128, number_data_point::Value) {
+    match number {
+        Number::Int(n) => (n.into(), AsInt(pinned(n))),
+        Number::Amount(a) => (a.units(), AsDouble(a.to_f64())),
+    }
+}
+
+/// The points of `metric`, zeros left out; and how many were held back (cumulative only: a
+/// value below what was sent before for its series).
+fn data_points<K: FamilyKey>(
     contents: &Contents<'_>,
-    values: &BTreeMap<K, V>,
-    marks: &BTreeMap<K, V>,
-    value: impl Fn(&V) -> (u128, number_data_point::Value),
+    values: &BTreeMap<K, K::Sum>,
+    marks: &BTreeMap<K, K::Sum>,
+    metric: series::Metric,
 ) -> (Vec<NumberDataPoint>, usize) {
+    let value = |sum: &K::Sum| sent_value(metric.number(sum));
     let cumulative = contents.temporality == Temporality::Cumulative;
     let mut held = 0;
     let mut points = Vec::new();
@@ -328,7 +345,7 @@ fn self_metrics(self_stats: &SelfStats, own: Interval, marks: &BTreeMap<String, 
                     attributes: reason
                         .map(|r| {
                             vec![KeyValue {
-                                key: "reason".into(),
+                                key: m.label.into(),
                                 key_strindex: 0,
                                 value: Some(AnyValue {
                                     value: Some(any_value::Value::StringValue(r.into())),

@@ -19,9 +19,7 @@ use hyper_util::service::TowerToHyperService;
 use tokio::sync::{Semaphore, watch};
 
 use super::self_metrics::{Kind, SelfStats};
-use crate::series::MetricNames;
-use crate::series::cost::{COST, SeriesKey, UNPRICED};
-use crate::series::{Family, Quantity, Sums};
+use crate::series::{FamilyKey, Metric, MetricWalk, Number, Quantity, Sums, SumsByKey, walk_sums};
 use crate::store::stream::SeriesId;
 
 /// What a scrape shows: published by the daemon after every commit.
@@ -156,25 +154,14 @@ fn wants_openmetrics(accept: &str) -> bool {
 pub fn encode(view: &ScrapeView, openmetrics: bool) -> String {
     let mut out = String::with_capacity(4096 + view.lifetime.len() * Quantity::COUNT * 120);
     let births = openmetrics.then_some(&*view.births);
-    let sums = &view.lifetime;
-    for quantity in Quantity::ALL {
-        // Every quantity of a known series, zeros too: a counter Prometheus first sees above
-        // zero loses that first increment to `increase()`.
-        let names = quantity.names();
-        counter(&mut out, names, (Family::Tokens, births), &sums.tokens, |t| {
-            t.get(quantity).to_string()
-        });
-    }
-    // The spend as the exact decimal, never a float.
-    counter(&mut out, COST, (Family::Cost, births), &sums.cost, |a| {
-        a.to_string()
-    });
-    counter(
-        &mut out,
-        UNPRICED,
-        (Family::Unpriced, births),
-        &sums.unpriced,
-        |n| n.to_string(),
+    // Every quantity of a known series, zeros too: a counter Prometheus first sees above zero
+    // loses that first increment to `increase()`. The spend as the exact decimal, never a float.
+    let Ok(()) = walk_sums(
+        &mut Exposition {
+            out: &mut out,
+            births,
+        },
+        &view.lifetime,
     );
     for metric in view.self_stats.metrics() {
         let (name, kind) = match metric.kind {
@@ -188,7 +175,7 @@ pub fn encode(view: &ScrapeView, openmetrics: bool) -> String {
             kind,
         );
         for (reason, value) in &metric.values {
-            let labels = reason.map(|r| labels(&[("reason", r)])).unwrap_or_default();
+            let labels = reason.map(|r| labels(&[(metric.label, r)])).unwrap_or_default();
             let _ = writeln!(out, "{name}{labels} {value}");
         }
     }
@@ -198,36 +185,50 @@ pub fn encode(view: &ScrapeView, openmetrics: bool) -> String {
     out
 }
 
-/// One counter family: its header, then a sample per series (and, in OpenMetrics, its birth as
-/// `_created` when it has one: `births` is `None` for the classic format).
-fn counter<K: SeriesKey, V>(
-    out: &mut String,
-    names: MetricNames,
-    (family, births): (Family, Option<&BTreeMap<SeriesId, u64>>),
-    series: &BTreeMap<K, V>,
-    value: impl Fn(&V) -> String,
-) {
-    let openmetrics = births.is_some();
-    let total_name = names.prom_name;
-    let name = total_name.trim_end_matches("_total");
-    header_lines(
-        out,
-        if openmetrics { name } else { total_name },
-        names.description,
-        "counter",
-    );
-    for (key, sum) in series {
-        let labels = labels(&key.pairs());
-        let _ = writeln!(out, "{total_name}{labels} {}", value(sum));
-        // Most stores have no born series: then no key is encoded for the look-up.
-        let born = births
-            .filter(|b| !b.is_empty())
-            .and_then(|b| b.get(&(family, key.encode())));
-        if let Some(ns) = born {
-            // Seconds to the millisecond, written exactly (a float of nanoseconds would not be).
-            let ms = ns / 1_000_000;
-            let _ = writeln!(out, "{name}_created{labels} {}.{:03}", ms / 1000, ms % 1000);
+/// The counted metrics as exposition text (a walk over the metrics): each one's header, then a
+/// sample per series (and, in OpenMetrics, its birth as `_created` when it has one: `births` is
+/// `None` for the classic format).
+struct Exposition<'a> {
+    out: &'a mut String,
+    births: Option<&'a BTreeMap<SeriesId, u64>>,
+}
+
+impl MetricWalk<SumsByKey> for Exposition<'_> {
+    type Error = std::convert::Infallible;
+
+    fn metric<K: FamilyKey>(
+        &mut self,
+        metric: Metric,
+        series: &BTreeMap<K, K::Sum>,
+    ) -> Result<(), Self::Error> {
+        let (out, births) = (&mut *self.out, self.births);
+        let names = metric.names();
+        let openmetrics = births.is_some();
+        let total_name = names.prom_name;
+        let name = total_name.trim_end_matches("_total");
+        header_lines(
+            out,
+            if openmetrics { name } else { total_name },
+            names.description,
+            "counter",
+        );
+        for (key, sum) in series {
+            let labels = labels(&key.pairs());
+            let _ = match metric.number(sum) {
+                Number::Int(n) => writeln!(out, "{total_name}{labels} {n}"),
+                Number::Amount(a) => writeln!(out, "{total_name}{labels} {a}"),
+            };
+            // Most stores have no born series: then no key is encoded for the look-up.
+            let born = births
+                .filter(|b| !b.is_empty())
+                .and_then(|b| b.get(&(metric.family(), key.encode())));
+            if let Some(ns) = born {
+                // Seconds to the millisecond, written exactly (a float of nanoseconds would not be).
+                let ms = ns / 1_000_000;
+                let _ = writeln!(out, "{name}_created{labels} {}.{:03}", ms / 1000, ms % 1000);
+            }
         }
+        Ok(())
     }
 }
 
@@ -262,7 +263,7 @@ pub fn labels(pairs: &[(&str, &str)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::series::{AttrSet, Totals};
+    use crate::series::{AttrSet, Family, Totals};
 
     fn view() -> ScrapeView {
         let mut totals = Totals::default();

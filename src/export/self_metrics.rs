@@ -1,6 +1,7 @@
 //! The exporter's own metrics (`reasonix_exporter.*`, README "Metrics"): lines read, duplicate and
 //! rejected (by reason), bytes read, label folds, export failures, files tracked, the last poll's
-//! duration and end, and the store's size. One definition serves OTLP and Prometheus.
+//! duration and end, the store's size, and how the last delivery to each sink went (as
+//! node_exporter says of each collector). One definition serves OTLP and Prometheus.
 
 use crate::ledger::decode::Rejection;
 use crate::store::counts::IngestCounts;
@@ -27,8 +28,37 @@ pub struct SelfMetric {
     pub unit: &'static str,
     pub help: &'static str,
     pub kind: Kind,
-    /// `(reason label, value)`; the label is `None` for unlabelled metrics.
+    /// The name of the one label its values may have: `reason`, or `sink`.
+    pub label: &'static str,
+    /// `(label value, value)`; the label is `None` for unlabelled metrics.
     pub values: Vec<(Option<&'static str>, f64)>,
+}
+
+/// A backend the daemon delivers to, as the `sink` label names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sink {
+    /// OTLP, pushed: an export prepared, sent and answered.
+    Otlp,
+    /// `/metrics`, pulled: a commit handed to the scrape view.
+    Prometheus,
+}
+
+impl Sink {
+    pub const ALL: [Sink; 2] = [Sink::Otlp, Sink::Prometheus];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Sink::Otlp => "otlp",
+            Sink::Prometheus => "prometheus",
+        }
+    }
+}
+
+/// How the last delivery to one sink went.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub struct SinkRun {
+    pub seconds: f64,
+    pub success: bool,
 }
 
 /// A moment's view of the exporter's own metrics.
@@ -42,6 +72,9 @@ pub struct SelfStats {
     /// When the last poll ended, as a Unix time (0: none yet).
     pub last_poll_end: f64,
     pub store_bytes: u64,
+    /// By [`Sink::ALL`]: how its last delivery went; `None` for a sink that is off or has not
+    /// delivered yet in this process.
+    pub sinks: [Option<SinkRun>; 2],
 }
 
 impl SelfStats {
@@ -68,6 +101,7 @@ impl SelfStats {
             unit,
             help,
             kind: Kind::Counter,
+            label: "reason",
             values: vec![(None, value as f64)],
         };
         let mut export_failures = counter(
@@ -106,6 +140,7 @@ impl SelfStats {
                 unit: "{line}",
                 help: "Ledger lines that count nothing, by reason.",
                 kind: Kind::Counter,
+                label: "reason",
                 values: Rejection::ALL
                     .iter()
                     .zip(c.rejected)
@@ -130,7 +165,7 @@ impl SelfStats {
         ]
     }
 
-    /// The gauges: files tracked, the last poll, the store's size.
+    /// The gauges: files tracked, the last poll, the store's size, each sink's last delivery.
     fn gauges(&self) -> Vec<SelfMetric> {
         let gauge = |otlp_name, prom_name, unit, help, value: f64| SelfMetric {
             otlp_name,
@@ -138,7 +173,13 @@ impl SelfStats {
             unit,
             help,
             kind: Kind::Gauge,
+            label: "reason",
             values: vec![(None, value)],
+        };
+        let per_sink = |value: fn(&SinkRun) -> f64| -> Vec<(Option<&'static str>, f64)> {
+            let runs = Sink::ALL.iter().zip(&self.sinks);
+            runs.filter_map(|(sink, run)| Some((Some(sink.label()), value(run.as_ref()?))))
+                .collect()
         };
         vec![
             gauge(
@@ -169,6 +210,29 @@ impl SelfStats {
                 "The store's size on disk.",
                 self.store_bytes as f64,
             ),
+            SelfMetric {
+                label: "sink",
+                values: per_sink(|run| run.seconds),
+                ..gauge(
+                    "reasonix_exporter.sink.duration",
+                    "reasonix_exporter_sink_duration_seconds",
+                    "s",
+                    "How long the last delivery to each sink took: otlp an export prepared, sent and answered; prometheus a commit handed to /metrics.",
+                    0.0,
+                )
+            },
+            SelfMetric {
+                label: "sink",
+                values: per_sink(|run| if run.success { 1.0 } else { 0.0 }),
+                ..gauge(
+                    "reasonix_exporter.sink.success",
+                    "reasonix_exporter_sink_success",
+                    // Not "1", which the collector's translation names `_ratio`.
+                    "{delivery}",
+                    "Whether the last delivery to each sink succeeded (1) or failed (0): otlp an export the collector took, prometheus a commit handed to /metrics with what it served noted in the stream record.",
+                    0.0,
+                )
+            },
         ]
     }
 }

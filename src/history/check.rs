@@ -86,7 +86,7 @@ pub fn mismatch(
     let url = redacted(url);
     let given: Labels = given.iter().cloned().collect();
     if found.is_empty() {
-        return crate::shown::one_line(
+        return crate::inert_text::one_line(
             &format!(
                 "{url} holds no live {metric}{{{}}} since the stream's first send: check that it is the backend the live stream goes to and that the stream has arrived (a few export intervals), then run again",
                 selector(series)
@@ -106,7 +106,7 @@ pub fn mismatch(
         found.join(" or ")
     );
     // Label values are the backend's: shown as one printable line.
-    crate::shown::one_line(&line, 2000)
+    crate::inert_text::one_line(&line, 2000)
 }
 
 /// The live series of `metric` in the Prometheus query API at `url` between `start_s` and
@@ -137,7 +137,8 @@ pub async fn live_series(
         .append_pair("start", &start_s.to_string())
         .append_pair("end", &end_s.to_string());
     let response = client.get(endpoint).send().await;
-    let response = response.map_err(|e| failed(crate::shown::one_line(&e.without_url().to_string(), 200)))?;
+    let response =
+        response.map_err(|e| failed(crate::inert_text::one_line(&e.without_url().to_string(), 200)))?;
     let status = response.status();
     if !status.is_success() {
         return Err(failed(format!("it answered HTTP {status}")));

@@ -119,7 +119,7 @@ fn check_files<'a>(
     let (mut files, mut summary) = (Vec::new(), Summary::default());
     let mut done = progress_of("checked", frontier);
     for file in &frontier.files {
-        let name = crate::shown::one_line(&String::from_utf8_lossy(&file.name), 255);
+        let name = crate::inert_text::one_line(&String::from_utf8_lossy(&file.name), 255);
         let path = found
             .iter()
             .find(|f| f.name.as_encoded_bytes() == file.name.as_slice())

@@ -13,15 +13,11 @@ use super::HistoryError;
 use super::grid::{Grid, Running};
 use super::read::Timelines;
 use crate::ledger::quote::Amount;
-use crate::series::cost::{COST, CostSeries, SeriesKey, UNPRICED, UnpricedSeries};
-use crate::series::{AttrSet, Counter, MetricNames, Quantity, Sums, Totals};
-
-/// A point's value: a count, or an amount of money (an exact decimal).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Number {
-    Int(u64),
-    Amount(Amount),
-}
+pub use crate::series::Number;
+use crate::series::cost::{CostSeries, UnpricedSeries};
+use crate::series::{
+    AttrSet, Counter, Families, FamilyKey, Metric, MetricNames, MetricWalk, Quantity, Sums, Totals, walk,
+};
 
 /// Where the history goes.
 pub trait Sink {
@@ -121,41 +117,32 @@ impl<'a> Writer<'a> {
         cost: &Block<CostSeries, Amount>,
         unpriced: &Block<UnpricedSeries, u64>,
     ) -> Result<(), HistoryError> {
-        for quantity in Quantity::ALL {
-            let first = &self.first.tokens;
-            let sent = |k: &_| first.get(k).is_some_and(|t: &Totals| t.get(quantity) > 0);
-            self.family(quantity.names(), tokens, sent, |t| Number::Int(t.get(quantity)))?;
-        }
-        let first = &self.first.cost;
-        self.family(
-            COST,
-            cost,
-            |k| first.get(k).is_some_and(|a| !a.is_zero()),
-            |a| Number::Amount(*a),
-        )?;
-        let first = &self.first.unpriced;
-        self.family(
-            UNPRICED,
-            unpriced,
-            |k| first.get(k).is_some_and(|n| *n > 0),
-            |n| Number::Int(*n),
-        )
+        walk::<Blocks, Self>(self, tokens, cost, unpriced)
     }
+}
 
-    fn family<K: SeriesKey, V>(
-        &mut self,
-        names: MetricNames,
-        block: &Block<K, V>,
-        sent: impl Fn(&K) -> bool,
-        value: impl Fn(&V) -> Number,
-    ) -> Result<(), HistoryError> {
+/// Each family as a block holds it: each series' points there.
+struct Blocks;
+
+impl Families for Blocks {
+    type Of<K: FamilyKey> = Block<K, K::Sum>;
+}
+
+impl MetricWalk<Blocks> for Writer<'_> {
+    type Error = HistoryError;
+
+    /// Hands on each series of `metric` with points in the block that the stream first sent
+    /// above zero.
+    fn metric<K: FamilyKey>(&mut self, metric: Metric, block: &Block<K, K::Sum>) -> Result<(), HistoryError> {
+        let first = K::of(self.first);
+        let sent = |k: &K| first.get(k).is_some_and(|v| !metric.number(v).is_zero());
         let mut numbers = Vec::new();
         for (key, points) in block.iter().filter(|(k, p)| !p.is_empty() && sent(k)) {
             let mut pairs: Vec<(&str, &str)> = key.pairs();
             pairs.extend(self.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())));
             numbers.clear();
-            numbers.extend(points.iter().map(|(at, v)| (*at, value(v))));
-            self.sink.series(names, &pairs, &numbers)?;
+            numbers.extend(points.iter().map(|(at, v)| (*at, metric.number(v))));
+            self.sink.series(metric.names(), &pairs, &numbers)?;
             self.points += points.len() as u64;
         }
         Ok(())

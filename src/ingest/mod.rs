@@ -294,7 +294,7 @@ fn count_line(
         Decoded::Row(row) => row.day,
         Decoded::Rejected(_) => None,
     };
-    if !batch.mark_seen(store, day, hash)? {
+    if !store.mark_seen(batch, day, hash)? {
         batch.counts.duplicate += 1;
         return Ok(());
     }

@@ -1,7 +1,7 @@
 //! One ledger line in, one [`Decoded`] out: the allow-list decoder of docs/counting-rules.md.
 //!
-//! Only `ts, model, source, prompt, completion, reasoning, cache_hit, cache_miss, total, requests,
-//! turn`, the five fields of the price quote (`cost_amount, cost_currency, cost_complete,
+//! Only `ts, model, source`, the counts the catalog names (`catalog.rs`: `prompt, completion,
+//! reasoning, cache_hit, cache_miss, total, requests`), `turn`, the five fields of the price quote (`cost_amount, cost_currency, cost_complete,
 //! billing_mode, incomplete_reason`; see `quote.rs`) and the presence of `compaction` are looked
 //! at. Every other key is skipped by serde's `IgnoredAny` without its value ever being copied, so
 //! nothing a future Reasonix writes (or a prompt that leaked into a field) can reach the store, a
@@ -25,18 +25,31 @@ use super::go_values::{
 use super::key::{Key, key_of};
 use super::quote::{Amount, Currency, Quote, QuoteFields};
 use super::timestamp::Day;
+use crate::catalog::Quantity;
 
-/// The token and request counts a usage row carries; absent counts are zero.
+/// The counts a usage row carries, one per quantity the catalog reads from a ledger field;
+/// absent counts are zero. `requests` is already normalised: as written, or 1 for a legacy row
+/// (absent or 0, `total > 0`).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Counts {
-    pub prompt: u64,
-    pub completion: u64,
-    pub reasoning: u64,
-    pub cache_hit: u64,
-    pub cache_miss: u64,
-    pub total: u64,
-    /// Already normalised: `requests` as written, or 1 for a legacy row (absent or 0, `total > 0`).
-    pub requests: u64,
+pub struct Counts([u64; Quantity::COUNT]);
+
+impl Counts {
+    pub fn get(&self, q: Quantity) -> u64 {
+        self.0[q.index()]
+    }
+
+    pub fn set(&mut self, q: Quantity, value: u64) {
+        self.0[q.index()] = value;
+    }
+
+    /// The counts of `values`, each set once; the rest zero.
+    pub fn of(values: &[(Quantity, u64)]) -> Counts {
+        let mut counts = Counts::default();
+        for &(q, value) in values {
+            counts.set(q, value);
+        }
+        counts
+    }
 }
 
 /// What a well-formed row means for the counters.
@@ -203,13 +216,8 @@ struct Fields<'a> {
     ts: Field<Stamp>,
     model: Field<Cow<'a, str>>,
     source: Field<Cow<'a, str>>,
-    prompt: Field<i64>,
-    completion: Field<i64>,
-    reasoning: Field<i64>,
-    cache_hit: Field<i64>,
-    cache_miss: Field<i64>,
-    total: Field<i64>,
-    requests: Field<i64>,
+    /// By [`Quantity`]; those read from no field stay absent.
+    counts: [Field<i64>; Quantity::COUNT],
     turn: Field<bool>,
     quote: QuoteFields<'a>,
     compaction: Field<()>,
@@ -218,20 +226,6 @@ struct Fields<'a> {
 }
 
 impl<'a> Fields<'a> {
-    /// The count field `key` names, if it names one.
-    fn count_mut(&mut self, key: Key) -> Option<&mut Field<i64>> {
-        Some(match key {
-            Key::Prompt => &mut self.prompt,
-            Key::Completion => &mut self.completion,
-            Key::Reasoning => &mut self.reasoning,
-            Key::CacheHit => &mut self.cache_hit,
-            Key::CacheMiss => &mut self.cache_miss,
-            Key::Total => &mut self.total,
-            Key::Requests => &mut self.requests,
-            _ => return None,
-        })
-    }
-
     fn into_row(self) -> Result<Row<'a>, Rejection> {
         let (day, at_ms) = match self.ts {
             Field::Absent => (None, None),
@@ -252,23 +246,18 @@ impl<'a> Fields<'a> {
         };
         // Go takes a negative count (its field is an `int`); the contract refuses the line, by
         // the value that stands after every repeat of the key.
-        let count = |field: Field<i64>| match field {
-            Field::Absent => Ok(0),
-            Field::Value(n) => u64::try_from(n).map_err(|_| Rejection::BadCount),
-            Field::Bad => Err(Rejection::BadCount),
-        };
-        let mut counts = Counts {
-            prompt: count(self.prompt)?,
-            completion: count(self.completion)?,
-            reasoning: count(self.reasoning)?,
-            cache_hit: count(self.cache_hit)?,
-            cache_miss: count(self.cache_miss)?,
-            total: count(self.total)?,
-            requests: count(self.requests)?,
-        };
+        let mut counts = Counts::default();
+        for (q, field) in Quantity::ALL.into_iter().zip(self.counts) {
+            let count = match field {
+                Field::Absent => 0,
+                Field::Value(n) => u64::try_from(n).map_err(|_| Rejection::BadCount)?,
+                Field::Bad => return Err(Rejection::BadCount),
+            };
+            counts.set(q, count);
+        }
         // Rows older than the `requests` field stand for one request each.
-        if counts.requests == 0 && counts.total > 0 {
-            counts.requests = 1;
+        if counts.get(Quantity::Requests) == 0 && counts.get(Quantity::Total) > 0 {
+            counts.set(Quantity::Requests, 1);
         }
         if self.compaction.is_bad() {
             return Err(Rejection::BadCompaction);
@@ -320,17 +309,9 @@ impl<'de> Visitor<'de> for TopLevel<'_, 'de> {
                     .take(timestamp(map.next_value::<Scalar<'de>>()?.into_text())),
                 Key::Model => fields.model.take(map.next_value::<Scalar<'de>>()?.into_text()),
                 Key::Source => fields.source.take(map.next_value::<Scalar<'de>>()?.into_text()),
-                key @ (Key::Prompt
-                | Key::Completion
-                | Key::Reasoning
-                | Key::CacheHit
-                | Key::CacheMiss
-                | Key::Total
-                | Key::Requests) => {
+                Key::Count(q) => {
                     let count = next_count(&mut map, counts, &mut fields.ambiguous)?;
-                    if let Some(field) = fields.count_mut(key) {
-                        field.take(count)
-                    }
+                    fields.counts[q.index()].take(count)
                 }
                 Key::Turn => fields.turn.take(map.next_value::<Scalar<'de>>()?.into_bool()),
                 Key::CostAmount => fields.quote.amount.take(
@@ -434,27 +415,27 @@ mod tests {
         assert_eq!(r.day.unwrap().as_str(), "2026-08-07");
         assert_eq!(
             r.kind,
-            RowKind::Usage(Counts {
-                prompt: 7517,
-                completion: 260,
-                reasoning: 120,
-                cache_hit: 7424,
-                cache_miss: 93,
-                total: 7777,
-                requests: 1,
-            })
+            RowKind::Usage(Counts::of(&[
+                (Quantity::Prompt, 7517),
+                (Quantity::Completion, 260),
+                (Quantity::Reasoning, 120),
+                (Quantity::CacheHit, 7424),
+                (Quantity::CacheMiss, 93),
+                (Quantity::Total, 7777),
+                (Quantity::Requests, 1)
+            ]))
         );
     }
 
     #[test]
     fn legacy_row_counts_one_request() {
         assert_eq!(
-            usage(r#"{"ts":"2026-08-02T10:00:00+08:00","total":100}"#).requests,
+            usage(r#"{"ts":"2026-08-02T10:00:00+08:00","total":100}"#).get(Quantity::Requests),
             1
         );
-        assert_eq!(usage(r#"{"total":100,"requests":0}"#).requests, 1);
-        assert_eq!(usage(r#"{"total":0}"#).requests, 0);
-        assert_eq!(usage(r#"{"model":"m","requests":3}"#).requests, 3);
+        assert_eq!(usage(r#"{"total":100,"requests":0}"#).get(Quantity::Requests), 1);
+        assert_eq!(usage(r#"{"total":0}"#).get(Quantity::Requests), 0);
+        assert_eq!(usage(r#"{"model":"m","requests":3}"#).get(Quantity::Requests), 3);
     }
 
     #[test]
@@ -523,19 +504,22 @@ mod tests {
         let r = row(r#"{"ts":null,"model":null,"source":null,"total":null,"prompt":3,"turn":null}"#);
         assert_eq!(r.day, None);
         assert_eq!(r.model, None);
-        assert_eq!(usage(r#"{"total":null,"prompt":3}"#).prompt, 3);
+        assert_eq!(usage(r#"{"total":null,"prompt":3}"#).get(Quantity::Prompt), 3);
     }
 
     #[test]
     fn largest_count_is_accepted() {
-        assert_eq!(usage(r#"{"total":9223372036854775807}"#).total, i64::MAX as u64);
+        assert_eq!(
+            usage(r#"{"total":9223372036854775807}"#).get(Quantity::Total),
+            i64::MAX as u64
+        );
     }
 
     #[test]
     fn a_repeated_key_is_taken_as_go_takes_it() {
-        assert_eq!(usage(r#"{"total":1,"total":7}"#).total, 7);
+        assert_eq!(usage(r#"{"total":1,"total":7}"#).get(Quantity::Total), 7);
         // `null` leaves the value before it; a wrong type anywhere is an error for the line.
-        assert_eq!(usage(r#"{"total":5,"total":null}"#).total, 5);
+        assert_eq!(usage(r#"{"total":5,"total":null}"#).get(Quantity::Total), 5);
         assert_eq!(row(r#"{"model":"a","model":null}"#).model.as_deref(), Some("a"));
         assert_eq!(row(r#"{"turn":true,"turn":null}"#).kind, RowKind::Turn);
         assert_eq!(rejected(br#"{"total":1,"total":"x"}"#), Rejection::BadCount);
@@ -559,8 +543,11 @@ mod tests {
 
     #[test]
     fn minus_zero_is_zero_and_other_spellings_of_zero_are_not_integers() {
-        assert_eq!(usage(r#"{"total":-0,"prompt":-0,"requests":2}"#).total, 0);
-        assert_eq!(usage(r#"{"total": -0 ,"requests":2}"#).requests, 2);
+        assert_eq!(
+            usage(r#"{"total":-0,"prompt":-0,"requests":2}"#).get(Quantity::Total),
+            0
+        );
+        assert_eq!(usage(r#"{"total": -0 ,"requests":2}"#).get(Quantity::Requests), 2);
         // Past a float's range: a count of the wrong type to Go, no reason to call the line no JSON.
         assert_eq!(rejected(br#"{"total":1e400}"#), Rejection::BadCount);
         for bad in ["-0.0", "-0e0", "0.0", "0e0", "-1", "-9223372036854775808"] {
@@ -576,15 +563,15 @@ mod tests {
         );
         assert_eq!(
             counts,
-            Counts {
-                prompt: 5,
-                completion: 4,
-                reasoning: 1,
-                cache_hit: 3,
-                cache_miss: 2,
-                total: 9,
-                requests: 2,
-            }
+            Counts::of(&[
+                (Quantity::Prompt, 5),
+                (Quantity::Completion, 4),
+                (Quantity::Reasoning, 1),
+                (Quantity::CacheHit, 3),
+                (Quantity::CacheMiss, 2),
+                (Quantity::Total, 9),
+                (Quantity::Requests, 2)
+            ])
         );
         let r = row(r#"{"Ts":"2026-08-07T00:22:43Z","MODEL":"m","Source":"cli","total":1}"#);
         assert_eq!(
@@ -595,9 +582,15 @@ mod tests {
         assert_eq!(row(r#"{"Turn":true}"#).kind, RowKind::Turn);
         assert_eq!(row(r#"{"COMPACTION":{}}"#).kind, RowKind::Compaction);
         // Go's Unicode folding: the long s is an s; no other letter reaches these names.
-        assert_eq!(usage("{\"reque\u{17F}ts\":4,\"total\":1}").requests, 4);
+        assert_eq!(
+            usage("{\"reque\u{17F}ts\":4,\"total\":1}").get(Quantity::Requests),
+            4
+        );
         assert_eq!(row("{\"\u{17F}OURCE\":\"cli\"}").source.as_deref(), Some("cli"));
-        assert_eq!(usage(r#"{"reque\u017fts":4,"total":1}"#).requests, 4);
+        assert_eq!(
+            usage(r#"{"reque\u017fts":4,"total":1}"#).get(Quantity::Requests),
+            4
+        );
         for other in [
             "reasonıng",
             "REASONİNG",
@@ -608,11 +601,15 @@ mod tests {
         ] {
             let line = format!("{{{}:5,\"total\":1}}", serde_json::to_string(other).unwrap());
             let counts = usage(&line);
-            assert_eq!((counts.reasoning, counts.total), (0, 1), "{line}");
+            assert_eq!(
+                (counts.get(Quantity::Reasoning), counts.get(Quantity::Total)),
+                (0, 1),
+                "{line}"
+            );
         }
         // The later key stands, whatever its case; a wrong type in any case is an error.
-        assert_eq!(usage(r#"{"total":3,"TOTAL":5}"#).total, 5);
-        assert_eq!(usage(r#"{"TOTAL":5,"total":3}"#).total, 3);
+        assert_eq!(usage(r#"{"total":3,"TOTAL":5}"#).get(Quantity::Total), 5);
+        assert_eq!(usage(r#"{"TOTAL":5,"total":3}"#).get(Quantity::Total), 3);
         assert_eq!(rejected(br#"{"Total":"5"}"#), Rejection::BadCount);
         assert_eq!(
             rejected(br#"{"TS":"yesterday","total":1}"#),
@@ -623,7 +620,7 @@ mod tests {
     #[test]
     fn unknown_fields_are_skipped_whatever_their_shape() {
         let line = r#"{"ts":"2026-08-07T00:22:43Z","prompt_text":"SECRET","total":5,"nested":{"a":[1,{"b":"SECRET"}]},"selected_amount":"0.01","future":1.5}"#;
-        assert_eq!(usage(line).total, 5);
+        assert_eq!(usage(line).get(Quantity::Total), 5);
     }
 
     #[test]
@@ -688,7 +685,7 @@ mod tests {
             r#"{"total":5,"cost_complete":false,"incomplete_reason":{}}"#,
         ] {
             assert_eq!(row(bad).quote, Quote::Bad, "{bad}");
-            assert_eq!(usage(bad).total, 5, "{bad}");
+            assert_eq!(usage(bad).get(Quantity::Total), 5, "{bad}");
         }
     }
 
@@ -697,6 +694,6 @@ mod tests {
         let r = row(r#"{"\u0074otal":3,"model":"a\u002fb","source":"\u003ccli\u003e"}"#);
         assert_eq!(r.model.as_deref(), Some("a/b"));
         assert_eq!(r.source.as_deref(), Some("<cli>"));
-        assert!(matches!(r.kind, RowKind::Usage(Counts { total: 3, .. })));
+        assert!(matches!(r.kind, RowKind::Usage(c) if c.get(Quantity::Total) == 3));
     }
 }

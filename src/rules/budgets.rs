@@ -226,7 +226,7 @@ fn spend(text: &str) -> Result<(String, String), String> {
 /// A character a label value may not hold, as the exporter's own labels may not (contract §2):
 /// a control character, or one that shows as nothing or reorders text on screen.
 fn hidden(c: char) -> bool {
-    c.is_control() || crate::shown::is_invisible(c) || crate::shown::is_bidi_control(c)
+    c.is_control() || crate::inert_text::is_invisible(c) || crate::inert_text::is_bidi_control(c)
 }
 
 /// A label value a budget matches or carries: at most 256 bytes as the exporter's own labels,

@@ -20,8 +20,8 @@ const MAX_BUDGETS_BYTES: u64 = 1 << 20;
 
 /// The top-level entry point for `rules`: the rule file for the budgets at `path`.
 pub fn rules(path: &Path) -> anyhow::Result<Vec<u8>> {
-    let shown = crate::shown::one_line(&path.display().to_string(), 200);
-    let bytes = crate::files::read_named(path, MAX_BUDGETS_BYTES)
+    let shown = crate::inert_text::one_line(&path.display().to_string(), 200);
+    let bytes = crate::own_files::read_named(path, MAX_BUDGETS_BYTES)
         .with_context(|| format!("the budgets file {shown} cannot be read"))?;
     let text = String::from_utf8(bytes)
         .map_err(|_| anyhow::anyhow!("the budgets file {shown} is not UTF-8 text"))?;

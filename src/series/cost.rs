@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 
-use super::{AttrSet, MetricNames, label};
+use super::{AttrSet, label};
 
 /// Distinct values one of `billing_mode` and `reason` may take before further values become
 /// [`OTHER`]. Currencies are never folded (the ISO list bounds them), nor are the two billing
@@ -29,19 +29,7 @@ pub const NEVER_FOLDED: [&str; 5] = [
     UNKNOWN_CURRENCY,
 ];
 
-pub const COST: MetricNames = MetricNames {
-    otlp_name: "reasonix.cost",
-    prom_name: "reasonix_cost_total",
-    unit: "{currency}",
-    description: "Reasonix's own price quote: an estimate at list price, not a bill, in the currency of the currency attribute, never converted.",
-};
-
-pub const UNPRICED: MetricNames = MetricNames {
-    otlp_name: "reasonix.requests.unpriced",
-    prom_name: "reasonix_requests_unpriced_total",
-    unit: "{request}",
-    description: "Provider requests whose usage row carries no usable price quote, by reason.",
-};
+pub use crate::catalog::{COST, UNPRICED};
 
 /// Spend of one series in one currency and billing mode: `reasonix.cost`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::cost::{BAD_COST, CostSeries, NO_QUOTE, UNKNOWN_CURRENCY, UnpricedSeries, ValueCap, value_label};
-use super::{AttrSet, MAX_SERIES, QuickHash, Sums, Totals};
+use super::{AttrSet, MAX_SERIES, Quantity, QuickHash, Sums, Totals};
 use crate::ledger::decode::{Row, RowKind};
 use crate::ledger::quote::{Amount, Currency, Quote};
 
@@ -95,7 +95,9 @@ impl SeriesDeltas {
         let quoted = match (&row.kind, &row.quote) {
             (RowKind::Usage(_), Quote::Priced { amount, .. }) if amount.is_zero() => None,
             (RowKind::Usage(_), Quote::Priced { .. }) => Some(0),
-            (RowKind::Usage(counts), _) if counts.requests > 0 => Some(counts.requests),
+            (RowKind::Usage(counts), _) if counts.get(Quantity::Requests) > 0 => {
+                Some(counts.get(Quantity::Requests))
+            }
             _ => None,
         };
         if tokens.is_none() && quoted.is_none() {

@@ -1,33 +1,27 @@
 //! The data model shared by the store and the exporters: which series a row belongs to
-//! ([`AttrSet`]), the eight quantities counted for it ([`Totals`]), its spend per currency and
+//! ([`AttrSet`]), the quantities counted for it ([`Totals`]), its spend per currency and
 //! its unpriced requests ([`cost`]), and all of them together ([`Sums`]).
 //!
-//! - `totals.rs`: the eight quantities and their names;
+//! - `totals.rs`: a series' counters, one per quantity of the catalog (`catalog.rs`);
 //! - `cost.rs`: the cost and unpriced series, and the cap on their new attributes' values;
 //! - `deltas.rs`: what a batch of rows adds, with the cardinality fold;
-//! - `sums.rs`: the three families of sums as the store keeps and the exporters send them.
+//! - `sums.rs`: the three families of sums as the store keeps and the exporters send them;
+//! - `metrics.rs`: every exported metric of them, walked once for every output.
 
 pub mod cost;
 mod deltas;
+mod metrics;
 mod sums;
 mod totals;
 
 use std::hash::{BuildHasherDefault, Hasher};
 
+pub use crate::catalog::MetricNames;
 use crate::ledger::decode::Row;
 pub use deltas::{Part, SeriesDeltas};
+pub use metrics::{Families, FamilyKey, Metric, MetricWalk, Number, SumsByKey, walk, walk_sums};
 pub use sums::{Counter, Family, Sums};
 pub use totals::{Quantity, Totals};
-
-/// The names of one exported metric in every output: a quantity's ([`Quantity::names`]), the
-/// spend's ([`cost::COST`]) or the unpriced requests' ([`cost::UNPRICED`]).
-#[derive(Debug, Clone, Copy)]
-pub struct MetricNames {
-    pub otlp_name: &'static str,
-    pub prom_name: &'static str,
-    pub unit: &'static str,
-    pub description: &'static str,
-}
 
 /// The hasher of the per-line maps (raw labels to series, days to seen-set partitions): each
 /// write one xxh3-64 call. xxhash-rust's own `Xxh3Builder` copies its whole streaming state for
@@ -129,9 +123,9 @@ impl AttrSet {
 /// nothing (which make a series that looks like another).
 pub(crate) fn label(value: &str) -> String {
     if value.len() > MAX_LABEL_BYTES
-        || value
-            .chars()
-            .any(|c| c.is_control() || crate::shown::is_bidi_control(c) || crate::shown::is_invisible(c))
+        || value.chars().any(|c| {
+            c.is_control() || crate::inert_text::is_bidi_control(c) || crate::inert_text::is_invisible(c)
+        })
     {
         "invalid".to_owned()
     } else {

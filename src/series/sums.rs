@@ -5,13 +5,14 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::cost::{CostSeries, SeriesKey, UnpricedSeries};
 
-use super::{AttrSet, Totals};
+use super::{AttrSet, Metric, Number, Totals};
 use crate::bytes::Reader;
 use crate::ledger::quote::Amount;
 
 /// A counter value: added with saturation, subtracted down to zero, compared for the mark.
 pub trait Counter: Copy + Default + PartialEq {
-    const ENCODED_LEN: usize;
+    /// The most bytes its layout takes.
+    const MAX_ENCODED_LEN: usize;
     fn plus(self, other: Self) -> Self;
     /// `self - other`, never below zero.
     fn less(self, other: Self) -> Self;
@@ -23,11 +24,14 @@ pub trait Counter: Copy + Default + PartialEq {
         if mark.is_zero() { self } else { Self::default() }
     }
     fn encode_into(&self, out: &mut Vec<u8>);
-    fn decode(bytes: &[u8]) -> Option<Self>;
+    /// Reads what `encode_into` wrote off the front of `bytes`.
+    fn read(bytes: &mut Reader) -> Option<Self>;
+    /// The value of `metric`, one of this family's metrics.
+    fn number(&self, metric: Metric) -> Number;
 }
 
 impl Counter for Totals {
-    const ENCODED_LEN: usize = Totals::ENCODED_LEN;
+    const MAX_ENCODED_LEN: usize = Totals::MAX_ENCODED_LEN;
     fn plus(mut self, other: Self) -> Self {
         self.add(&other);
         self
@@ -45,15 +49,21 @@ impl Counter for Totals {
         Totals::is_zero(self)
     }
     fn encode_into(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.encode());
+        Totals::encode_into(self, out);
     }
-    fn decode(bytes: &[u8]) -> Option<Self> {
-        Totals::decode(bytes)
+    fn read(bytes: &mut Reader) -> Option<Self> {
+        Totals::read(bytes)
+    }
+    fn number(&self, metric: Metric) -> Number {
+        match metric {
+            Metric::Tokens(q) => Number::Int(self.get(q)),
+            Metric::Cost | Metric::Unpriced => Number::Int(0),
+        }
     }
 }
 
 impl Counter for Amount {
-    const ENCODED_LEN: usize = Amount::ENCODED_LEN;
+    const MAX_ENCODED_LEN: usize = Amount::ENCODED_LEN;
     fn plus(self, other: Self) -> Self {
         self.saturating_add(other)
     }
@@ -69,13 +79,16 @@ impl Counter for Amount {
     fn encode_into(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.encode());
     }
-    fn decode(bytes: &[u8]) -> Option<Self> {
-        Amount::decode(bytes)
+    fn read(bytes: &mut Reader) -> Option<Self> {
+        Amount::decode(bytes.take(Amount::ENCODED_LEN)?)
+    }
+    fn number(&self, _: Metric) -> Number {
+        Number::Amount(*self)
     }
 }
 
 impl Counter for u64 {
-    const ENCODED_LEN: usize = 8;
+    const MAX_ENCODED_LEN: usize = 8;
     fn plus(self, other: Self) -> Self {
         self.saturating_add(other)
     }
@@ -91,8 +104,11 @@ impl Counter for u64 {
     fn encode_into(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.to_le_bytes());
     }
-    fn decode(bytes: &[u8]) -> Option<Self> {
-        Some(u64::from_le_bytes(bytes.try_into().ok()?))
+    fn read(bytes: &mut Reader) -> Option<Self> {
+        bytes.u64()
+    }
+    fn number(&self, _: Metric) -> Number {
+        Number::Int(*self)
     }
 }
 
@@ -219,11 +235,24 @@ impl Sums {
 
     /// Adds one stored entry; `None` when its key or value is unreadable.
     pub fn insert_encoded(&mut self, family: Family, key: &[u8], value: &[u8]) -> Option<()> {
+        self.insert_encoded_with(family, key, value, Totals::read)
+    }
+
+    /// [`Sums::insert_encoded`], its [`Totals`] read as `totals` reads them (an older layout's).
+    pub fn insert_encoded_with(
+        &mut self,
+        family: Family,
+        key: &[u8],
+        value: &[u8],
+        totals: ReadTotals,
+    ) -> Option<()> {
+        let mut value = Reader::new(value);
         match family {
-            Family::Tokens => insert(&mut self.tokens, key, value),
-            Family::Cost => insert(&mut self.cost, key, value),
-            Family::Unpriced => insert(&mut self.unpriced, key, value),
+            Family::Tokens => insert(&mut self.tokens, key, totals(&mut value)?)?,
+            Family::Cost => insert(&mut self.cost, key, Amount::read(&mut value)?)?,
+            Family::Unpriced => insert(&mut self.unpriced, key, u64::read(&mut value)?)?,
         }
+        value.is_empty().then_some(())
     }
 
     /// Each family in turn: its entry count (u32), then per entry the key's length (u32), the
@@ -238,27 +267,29 @@ impl Sums {
 
     /// Reads what [`Sums::encode`] wrote off the front of `bytes`.
     pub fn read(bytes: &mut Reader) -> Option<Sums> {
-        Sums::read_families(bytes, &Family::ALL)
+        Sums::read_families(bytes, &Family::ALL, Totals::read)
     }
 
-    /// Reads the sections of `families` alone, in their order (as older layouts wrote fewer).
-    pub fn read_families(bytes: &mut Reader, families: &[Family]) -> Option<Sums> {
+    /// Reads the sections of `families` alone, in their order, each [`Totals`] read by `totals`
+    /// (as older layouts wrote fewer families, and totals of a fixed width).
+    pub fn read_families(bytes: &mut Reader, families: &[Family], totals: ReadTotals) -> Option<Sums> {
         let mut sums = Sums::default();
         for &family in families {
-            let value_len = match family {
-                Family::Tokens => Totals::ENCODED_LEN,
-                Family::Cost => Amount::ENCODED_LEN,
-                Family::Unpriced => <u64 as Counter>::ENCODED_LEN,
-            };
             for _ in 0..bytes.u32()? {
                 let key = bytes.sized()?;
-                let value = bytes.take(value_len)?;
-                sums.insert_encoded(family, key, value)?;
+                match family {
+                    Family::Tokens => insert(&mut sums.tokens, key, totals(bytes)?)?,
+                    Family::Cost => insert(&mut sums.cost, key, Amount::read(bytes)?)?,
+                    Family::Unpriced => insert(&mut sums.unpriced, key, u64::read(bytes)?)?,
+                }
             }
         }
         Some(sums)
     }
 }
+
+/// How a layout's [`Totals`] are read: [`Totals::read`], or an older layout's reader.
+pub type ReadTotals = fn(&mut Reader) -> Option<Totals>;
 
 fn add_into<K: SeriesKey, V: Counter>(into: &mut BTreeMap<K, V>, other: &BTreeMap<K, V>) {
     for (key, value) in other {
@@ -326,7 +357,7 @@ fn entries<K: SeriesKey, V: Counter>(
     map: &BTreeMap<K, V>,
 ) {
     for (key, value) in map {
-        let mut bytes = Vec::with_capacity(V::ENCODED_LEN);
+        let mut bytes = Vec::with_capacity(V::MAX_ENCODED_LEN);
         value.encode_into(&mut bytes);
         out.push((family, key.encode(), bytes));
     }
@@ -340,11 +371,8 @@ fn encode_family<K: SeriesKey, V: Counter>(out: &mut Vec<u8>, map: &BTreeMap<K, 
     }
 }
 
-fn insert<K: SeriesKey, V: Counter>(map: &mut BTreeMap<K, V>, key: &[u8], value: &[u8]) -> Option<()> {
-    if value.len() != V::ENCODED_LEN {
-        return None;
-    }
-    map.insert(K::decode(key)?, V::decode(value)?);
+fn insert<K: SeriesKey, V: Counter>(map: &mut BTreeMap<K, V>, key: &[u8], value: V) -> Option<()> {
+    map.insert(K::decode(key)?, value);
     Some(())
 }
 

@@ -1,123 +1,17 @@
-//! The eight counted quantities of a series.
+//! The counters of one series, one per quantity of the catalog (`catalog.rs`).
 
-use super::MetricNames;
+use crate::bytes::Reader;
+pub use crate::catalog::Quantity;
 use crate::ledger::decode::RowKind;
 
-/// One of the eight counted quantities, with its names in every output.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Quantity {
-    Prompt,
-    Completion,
-    Reasoning,
-    CacheHit,
-    CacheMiss,
-    Total,
-    Requests,
-    Turns,
-}
-
-impl Quantity {
-    /// How many there are: the last one's index, plus one.
-    pub const COUNT: usize = Quantity::Turns as usize + 1;
-
-    /// Every quantity, in the order of every output.
-    pub const ALL: [Quantity; Quantity::COUNT] = [
-        Quantity::Prompt,
-        Quantity::Completion,
-        Quantity::Reasoning,
-        Quantity::CacheHit,
-        Quantity::CacheMiss,
-        Quantity::Total,
-        Quantity::Requests,
-        Quantity::Turns,
-    ];
-
-    /// The key in `status --json` (and in the ledger, for the token counts).
-    pub fn key(self) -> &'static str {
-        match self {
-            Quantity::Prompt => "prompt",
-            Quantity::Completion => "completion",
-            Quantity::Reasoning => "reasoning",
-            Quantity::CacheHit => "cache_hit",
-            Quantity::CacheMiss => "cache_miss",
-            Quantity::Total => "total",
-            Quantity::Requests => "requests",
-            Quantity::Turns => "turns",
-        }
-    }
-
-    /// The OTLP metric name (README, "Metrics").
-    pub fn otlp_name(self) -> &'static str {
-        match self {
-            Quantity::Prompt => "reasonix.prompt.tokens",
-            Quantity::Completion => "reasonix.completion.tokens",
-            Quantity::Reasoning => "reasonix.reasoning.tokens",
-            Quantity::CacheHit => "reasonix.cache_hit.tokens",
-            Quantity::CacheMiss => "reasonix.cache_miss.tokens",
-            Quantity::Total => "reasonix.tokens",
-            Quantity::Requests => "reasonix.requests",
-            Quantity::Turns => "reasonix.turns",
-        }
-    }
-
-    /// The Prometheus name (README, "Metrics").
-    pub fn prom_name(self) -> &'static str {
-        match self {
-            Quantity::Prompt => "reasonix_prompt_tokens_total",
-            Quantity::Completion => "reasonix_completion_tokens_total",
-            Quantity::Reasoning => "reasonix_reasoning_tokens_total",
-            Quantity::CacheHit => "reasonix_cache_hit_tokens_total",
-            Quantity::CacheMiss => "reasonix_cache_miss_tokens_total",
-            Quantity::Total => "reasonix_tokens_total",
-            Quantity::Requests => "reasonix_requests_total",
-            Quantity::Turns => "reasonix_turns_total",
-        }
-    }
-
-    pub fn unit(self) -> &'static str {
-        match self {
-            Quantity::Requests => "{request}",
-            Quantity::Turns => "{turn}",
-            _ => "{token}",
-        }
-    }
-
-    pub fn description(self) -> &'static str {
-        match self {
-            Quantity::Prompt => "Input tokens, cached and uncached together.",
-            Quantity::Completion => "Output tokens, reasoning included.",
-            Quantity::Reasoning => "Reasoning tokens, a part of completion tokens.",
-            Quantity::CacheHit => "Input tokens served from the provider's prefix cache.",
-            Quantity::CacheMiss => "Input tokens not served from the provider's prefix cache.",
-            Quantity::Total => "Total tokens as reported by the provider.",
-            Quantity::Requests => "Provider requests.",
-            Quantity::Turns => "Completed agent turns.",
-        }
-    }
-
-    /// Its names and unit, as the exporters write them.
-    pub fn names(self) -> MetricNames {
-        MetricNames {
-            otlp_name: self.otlp_name(),
-            prom_name: self.prom_name(),
-            unit: self.unit(),
-            description: self.description(),
-        }
-    }
-
-    fn index(self) -> usize {
-        self as usize
-    }
-}
-
-/// The eight counters of one series. Sums saturate rather than wrap: a hostile ledger can pin a
+/// The counters of one series, one per [`Quantity`]. Sums saturate rather than wrap: a hostile ledger can pin a
 /// counter at its maximum, never send it backwards.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Totals([u64; Quantity::COUNT]);
 
 impl Totals {
-    /// A little-endian u64 per quantity, in [`Quantity::ALL`]'s order.
-    pub const ENCODED_LEN: usize = Quantity::COUNT * 8;
+    /// The widest layout: its width, then a u64 per quantity.
+    pub const MAX_ENCODED_LEN: usize = 1 + Quantity::COUNT * 8;
 
     /// What one row adds; `None` for rows that count nothing.
     pub fn of_row(kind: &RowKind) -> Option<Totals> {
@@ -125,17 +19,9 @@ impl Totals {
         match kind {
             RowKind::Compaction => return None,
             RowKind::Turn => t.set(Quantity::Turns, 1),
-            RowKind::Usage(c) => {
-                for (q, value) in [
-                    (Quantity::Prompt, c.prompt),
-                    (Quantity::Completion, c.completion),
-                    (Quantity::Reasoning, c.reasoning),
-                    (Quantity::CacheHit, c.cache_hit),
-                    (Quantity::CacheMiss, c.cache_miss),
-                    (Quantity::Total, c.total),
-                    (Quantity::Requests, c.requests),
-                ] {
-                    t.set(q, value);
+            RowKind::Usage(counts) => {
+                for q in Quantity::ALL {
+                    t.set(q, counts.get(q));
                 }
             }
         }
@@ -189,14 +75,36 @@ impl Totals {
         out
     }
 
-    pub fn encode(&self) -> [u8; Self::ENCODED_LEN] {
-        let mut out = [0; Self::ENCODED_LEN];
-        crate::bytes::put_u64s(&mut out, &self.0);
+    /// Its width (a byte: how many quantities follow), then a little-endian u64 per quantity in
+    /// [`Quantity::ALL`]'s order, up to the last that is not zero. A layout written before a
+    /// quantity was added reads with that quantity at zero, and a quantity added (last) leaves
+    /// the bytes of every value without it as they were; one wider than this build knows is
+    /// refused (a newer build wrote it).
+    pub fn encode_into(&self, out: &mut Vec<u8>) {
+        let width = self.0.iter().rposition(|v| *v != 0).map_or(0, |last| last + 1);
+        out.push(width as u8);
+        for value in &self.0[..width] {
+            out.extend_from_slice(&value.to_le_bytes());
+        }
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(Self::MAX_ENCODED_LEN);
+        self.encode_into(&mut out);
         out
     }
 
-    pub fn decode(bytes: &[u8]) -> Option<Totals> {
-        crate::bytes::u64s(bytes).map(Totals)
+    /// Reads what [`Totals::encode_into`] wrote off the front of `bytes`.
+    pub fn read(bytes: &mut Reader) -> Option<Totals> {
+        let width = usize::from(bytes.u8()?);
+        if width > Quantity::COUNT {
+            return None;
+        }
+        let mut totals = Totals::default();
+        for value in &mut totals.0[..width] {
+            *value = bytes.u64()?;
+        }
+        Some(totals)
     }
 }
 
@@ -213,6 +121,31 @@ mod tests {
         big.add(&five);
         assert_eq!(big.get(Quantity::Total), u64::MAX, "pinned, never wrapped");
         assert_eq!(five.minus(&big).get(Quantity::Total), 0, "never below zero");
-        assert_eq!(Totals::decode(&big.encode()), Some(big));
+        let bytes = big.encode();
+        assert_eq!(Totals::read(&mut Reader::new(&bytes)), Some(big));
+    }
+
+    #[test]
+    fn a_narrower_layout_reads_with_the_rest_zero_and_a_wider_one_is_refused() {
+        let mut narrow = vec![2];
+        narrow.extend_from_slice(&7u64.to_le_bytes());
+        narrow.extend_from_slice(&9u64.to_le_bytes());
+        let totals = Totals::read(&mut Reader::new(&narrow)).unwrap();
+        assert_eq!(
+            (totals.get(Quantity::Prompt), totals.get(Quantity::Completion)),
+            (7, 9)
+        );
+        assert!(Quantity::ALL[2..].iter().all(|q| totals.get(*q) == 0));
+        let mut prompt = Totals::default();
+        prompt.set(Quantity::Prompt, 7);
+        assert_eq!(
+            prompt.encode(),
+            [&[1][..], &7u64.to_le_bytes()].concat(),
+            "zeros at the end left out"
+        );
+        assert_eq!(Totals::default().encode(), [0]);
+        let mut wide = vec![Quantity::COUNT as u8 + 1];
+        wide.extend_from_slice(&[0; (Quantity::COUNT + 1) * 8]);
+        assert_eq!(Totals::read(&mut Reader::new(&wide)), None);
     }
 }

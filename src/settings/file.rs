@@ -50,7 +50,7 @@ fn read_config_file(path: &Path) -> Result<String, SettingsError> {
         path: path.to_path_buf(),
         problem,
     };
-    let bytes = crate::files::read_named(path, MAX_CONFIG_BYTES).map_err(|e| match e.kind() {
+    let bytes = crate::own_files::read_named(path, MAX_CONFIG_BYTES).map_err(|e| match e.kind() {
         std::io::ErrorKind::InvalidInput | std::io::ErrorKind::InvalidData => problem(e.to_string()),
         _ => problem(format!("cannot be read ({e})")),
     })?;

@@ -5,7 +5,7 @@
 //! the store itself, not a spelling of its path: it is made from the state dir as the file system
 //! resolves it (symlinks, `..`, a trailing slash and a relative path all come to one folder),
 //! and once the stream has been recorded, the stream record keeps it for the store's whole life
-//! (`Store::identity`).
+//! (`Delivery::identity`).
 //!
 //! `user@host` names the store in the account's own default folder (found from the account, not
 //! from `HOME` or `XDG_STATE_HOME`, which two stores can share); any other folder adds 8 hex

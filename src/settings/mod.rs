@@ -52,7 +52,7 @@ pub struct Settings {
     pub sandbox: Setting<bool>,
     pub reset_state: bool,
     /// How the store is named towards backends (`service.instance.id`) until it keeps its own
-    /// identity: see [`identity`] and `Store::identity`.
+    /// identity: see [`identity`] and `Delivery::identity`.
     pub naming: identity::Naming,
     /// Where each setting that was set and has no [`Setting`] here came from, by its catalog
     /// key (see [`Settings::set_from`]).

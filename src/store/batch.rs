@@ -1,17 +1,16 @@
 //! Work read from the ledger and not yet committed: new hashes, total deltas, checkpoints and
-//! line counts, which [`Store::commit`](super::Store::commit) writes in one atomic batch.
+//! line counts, which `Store::commit` writes in one atomic batch; its lines are marked seen by
+//! the store (`marking.rs`), which reads what it has committed.
 
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 
 use super::counts::IngestCounts;
 use super::partitions::Partitions;
-use super::seen::{LineHash, LineSet};
-use super::upgrade::cost_pass::{PassFile, PassProgress};
-use super::{Store, StoreError};
+use super::pass_regions::{PassFile, PassProgress};
+use super::seen::LineSet;
 use crate::ledger::checkpoint::Checkpoint;
 use crate::ledger::decode::Row;
-use crate::ledger::timestamp::Day;
 use crate::series::{AttrSet, Part, SeriesDeltas, Totals};
 
 #[derive(Debug)]
@@ -25,7 +24,7 @@ pub struct Batch {
     pub(super) pass: Option<Box<PassBatch>>,
 }
 
-/// A batch's part of the cost pass (see `upgrade/cost_pass.rs`).
+/// A batch's part of the cost pass (see `upgrade/before_cost.rs`).
 #[derive(Debug)]
 pub(super) struct PassBatch {
     /// The pass's set: lines whose quote it added.
@@ -65,19 +64,6 @@ impl Batch {
         self.counts.bytes >= COMMIT_BYTES || self.days() >= COMMIT_DAYS
     }
 
-    /// Records `hash` as seen; `false` when it was seen before, in this batch or in the store.
-    /// A partition not yet in the batch is read once from `store`. While an upgrade's cost pass
-    /// is under way, a line seen now for the first time is counted whole, its cost included: it
-    /// goes into the pass's set too, so that the pass cannot add its cost again (from a copy in a
-    /// file rewritten in place, see `upgrade/cost_pass.rs`).
-    pub fn mark_seen(&mut self, store: &Store, day: Option<Day>, hash: LineHash) -> Result<bool, StoreError> {
-        let new = self.partitions.of(store, day, hash)?.insert(hash);
-        if new && !store.cost_pass().is_empty() {
-            self.mark_costed(store, day, hash)?;
-        }
-        Ok(new)
-    }
-
     /// Adds what `row` counts (its `part`) to its series; `known` holds the store's series (for
     /// the fold).
     pub fn add(&mut self, known: &BTreeMap<AttrSet, Totals>, row: &Row<'_>, part: Part) {
@@ -85,21 +71,6 @@ impl Batch {
         if self.series.add(known, row, part) && part == Part::Whole {
             self.counts.folded += 1;
         }
-    }
-
-    /// Whether the store (or this batch) has seen `hash`.
-    pub fn was_seen(&mut self, store: &Store, day: Option<Day>, hash: LineHash) -> Result<bool, StoreError> {
-        Ok(self.partitions.of(store, day, hash)?.contains(hash))
-    }
-
-    /// Records that the cost pass added the quote of `hash`; `false` when it already had.
-    pub fn mark_costed(
-        &mut self,
-        store: &Store,
-        day: Option<Day>,
-        hash: LineHash,
-    ) -> Result<bool, StoreError> {
-        Ok(self.pass().costed.of(store, day, hash)?.insert(hash))
     }
 
     /// The cost pass read `file` up to `region.done` (`None`: all of its region).
@@ -112,7 +83,7 @@ impl Batch {
         self.pass().progress.finished = true;
     }
 
-    fn pass(&mut self) -> &mut PassBatch {
+    pub(super) fn pass(&mut self) -> &mut PassBatch {
         self.pass.get_or_insert_with(|| {
             Box::new(PassBatch {
                 costed: Partitions::new(LineSet::Costed),

@@ -10,14 +10,16 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use super::counts::IngestCounts;
+use super::engine::keys::FORMAT_VERSION;
 use super::engine::keys::{self, family_prefix};
 use super::export_record::ExportRecord;
 use super::history::{FrontierFile, HistoryFrontier};
-use super::records::Record as _;
+use super::pass_regions::PassFile;
+use super::pending_export::PendingExport;
+use super::records::frame::Record as _;
+use super::recovery;
 use super::seen::{FIRST_DEPTH, LineHash, LineSet, Partition, PartitionKey, decode_depth};
 use super::stream::StreamRecord;
-use super::upgrade::cost_pass::PassFile;
-use super::{FORMAT_VERSION, PendingExport, recovery};
 use crate::ledger::checkpoint::{Checkpoint, FileStat};
 use crate::ledger::decode::Rejection;
 use crate::ledger::quote::Amount;
@@ -69,9 +71,10 @@ fn attrs() -> AttrSet {
     }
 }
 
+/// Every quantity of format 6 set: one added later leaves these bytes as they are.
 fn totals() -> Totals {
     let mut totals = Totals::default();
-    for (i, q) in Quantity::ALL.into_iter().enumerate() {
+    for (i, q) in Quantity::ALL[..8].iter().copied().enumerate() {
         totals.set(q, (i as u64 + 1) * 1_000_003);
     }
     totals
@@ -122,7 +125,18 @@ fn series_keys_and_values() {
     let bytes = golden("series-key", &prefixed(Family::Tokens, attrs().encode()));
     assert_eq!(AttrSet::decode(&bytes[2..]), Some(attrs()));
     let bytes = golden("totals", &totals().encode());
-    assert_eq!(Totals::decode(&bytes), Some(totals()));
+    let mut sums = Sums::default();
+    sums.insert_encoded(Family::Tokens, &attrs().encode(), &bytes)
+        .unwrap();
+    assert_eq!(sums.tokens[&attrs()], totals());
+    // Before widths: eight u64s, read by the upgrade alone.
+    let old = fixture("totals-before-width");
+    assert_eq!(old, bytes[1..], "the same quantities, without the width");
+    assert!(
+        Sums::default()
+            .insert_encoded(Family::Tokens, &attrs().encode(), &old)
+            .is_none()
+    );
     let bytes = golden(
         "cost-key",
         &prefixed(Family::Cost, SeriesKey::encode(&cost_key())),
@@ -266,7 +280,15 @@ fn pending_export_and_export_record() {
         pending: pending(),
     };
     let bytes = golden("export-record", &record.encode());
-    assert_eq!(ExportRecord::decode(&bytes), Some(record));
+    assert_eq!(ExportRecord::decode(&bytes), Some(record.clone()));
+    // Before widths (format 4 and 5, export record 3).
+    let old = fixture("pending-export-before-width");
+    assert_eq!(super::upgrade::pending_before_width(&old), Some(pending()));
+    assert_eq!(PendingExport::decode(&old), None, "refused by today's reader");
+    assert_eq!(
+        ExportRecord::decode(&fixture("export-record-version-3")),
+        Some(record)
+    );
 }
 
 /// Written before cost: read as the token sums they hold.
@@ -307,7 +329,12 @@ fn stream_record() {
     *version_5.served_counts.rejected.last_mut().unwrap() = 0;
     record.instance = Some("alice@laptop/0123abcd".into());
     let bytes = golden("stream-record", &record.encode());
-    assert_eq!(StreamRecord::decode(&bytes), Some(record));
+    assert_eq!(StreamRecord::decode(&bytes), Some(record.clone()));
+    assert_eq!(
+        StreamRecord::decode(&fixture("stream-record-version-6")),
+        Some(record),
+        "version 6, before totals were stored with their width"
+    );
     assert_eq!(
         StreamRecord::decode(&fixture("stream-record-version-5")),
         Some(version_5),
@@ -349,13 +376,19 @@ fn history_frontier() {
         first_values: sums(),
     };
     let bytes = golden("history-frontier", &frontier.encode());
-    assert_eq!(HistoryFrontier::decode(&bytes), Some(frontier));
+    assert_eq!(HistoryFrontier::decode(&bytes), Some(frontier.clone()));
+    assert_eq!(
+        HistoryFrontier::decode(&fixture("history-frontier-version-1")),
+        Some(frontier),
+        "version 1, before totals were stored with their width"
+    );
 }
 
 #[test]
 fn store_header_values_and_marker() {
-    assert_eq!(FORMAT_VERSION, 5, "a new format needs new fixtures");
+    assert_eq!(FORMAT_VERSION, 6, "a new format needs new fixtures");
     golden("format-version", &FORMAT_VERSION.to_le_bytes());
+    assert_eq!(fixture("format-version-before-width"), 5u32.to_le_bytes());
     assert_eq!(fixture("format-version-before-split"), 4u32.to_le_bytes());
     assert_eq!(fixture("format-version-before-cost"), 3u32.to_le_bytes());
     let marker = golden("marker", b"1764500000123456789\n");

@@ -24,7 +24,7 @@ impl StateLock {
     pub fn acquire(state_dir: &Path, brief: bool) -> Result<StateLock, StoreError> {
         let path = state_dir.join("lock");
         let io_error = |source| StoreError::io(&path, source);
-        let mut file = crate::files::open_own(&path).map_err(io_error)?;
+        let mut file = crate::own_files::open_own(&path).map_err(io_error)?;
         let deadline = std::time::Instant::now() + BRIEF_WAIT;
         loop {
             match file.try_lock() {

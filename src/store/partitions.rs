@@ -4,93 +4,96 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::engine::{Write, keys};
+use super::engine::{Engine, Write, keys};
+use super::error::StoreError;
 use super::seen::{
     FIRST_DEPTH, LEAF_MAX, LineHash, LineSet, MAX_DEPTH, Partition, PartitionKey, decode_depth, deeper, split,
 };
-use super::{Store, StoreError};
 use crate::ledger::timestamp::Day;
 use crate::series::QuickHash;
 
-impl Store {
-    /// How deep `day` of `set` is split, as committed.
-    pub(super) fn depth_of(&self, set: LineSet, day: Option<Day>) -> Result<u8, StoreError> {
-        match self.get(&keys::depth(set, day))? {
-            None => Ok(FIRST_DEPTH),
-            Some(bytes) => decode_depth(&bytes).ok_or_else(|| self.corrupt("seen-set depth")),
+/// How deep `day` of `set` is split, as committed.
+fn depth_of(db: &Engine, set: LineSet, day: Option<Day>) -> Result<u8, StoreError> {
+    match db.get(&keys::depth(set, day))? {
+        None => Ok(FIRST_DEPTH),
+        Some(bytes) => {
+            decode_depth(&bytes).ok_or_else(|| StoreError::unreadable(db.path(), "seen-set depth"))
         }
     }
+}
 
-    /// The partition of `set` at `key`, as committed (empty when there is none yet).
-    pub(super) fn partition(&self, set: LineSet, key: &PartitionKey) -> Result<Partition, StoreError> {
-        match self.get(&keys::partition(set, key))? {
-            None => Ok(Partition::default()),
-            Some(bytes) => Partition::decode(&bytes).ok_or_else(|| self.corrupt("seen-set partition")),
+/// The partition of `set` at `key`, as committed (empty when there is none yet).
+fn partition(db: &Engine, set: LineSet, key: &PartitionKey) -> Result<Partition, StoreError> {
+    match db.get(&keys::partition(set, key))? {
+        None => Ok(Partition::default()),
+        Some(bytes) => {
+            Partition::decode(&bytes).ok_or_else(|| StoreError::unreadable(db.path(), "seen-set partition"))
         }
     }
+}
 
-    /// Adds the partitions `batch` changed to `write`: each rewritten whole, or, for a day one of
-    /// whose partitions now holds more than [`LEAF_MAX`] hashes, the whole day split deeper.
-    pub(super) fn write_partitions(&self, write: &mut Write, batch: &Partitions) -> Result<(), StoreError> {
-        let set = batch.set();
-        for (day, held) in &batch.days {
-            let changed = || {
-                held.partitions
-                    .iter()
-                    .map(|&at| batch.get(at))
-                    .filter(|(_, p)| p.is_dirty())
-            };
-            if changed().all(|(_, partition)| partition.len() <= LEAF_MAX) || held.depth == MAX_DEPTH {
-                for (key, partition) in changed() {
-                    write.insert(keys::partition(set, key), partition.encode());
-                }
-                continue;
+/// Adds the partitions `batch` changed to `write`: each rewritten whole, or, for a day one of
+/// whose partitions now holds more than [`LEAF_MAX`] hashes, the whole day split deeper.
+pub(super) fn write(db: &Engine, write: &mut Write, batch: &Partitions) -> Result<(), StoreError> {
+    let set = batch.set();
+    for (day, held) in &batch.days {
+        let changed = || {
+            held.partitions
+                .iter()
+                .map(|&at| batch.get(at))
+                .filter(|(_, p)| p.is_dirty())
+        };
+        if changed().all(|(_, partition)| partition.len() <= LEAF_MAX) || held.depth == MAX_DEPTH {
+            for (key, partition) in changed() {
+                write.insert(keys::partition(set, key), partition.encode());
             }
-            self.split_day(write, batch, *day, held.depth, &held.partitions)?;
+            continue;
         }
-        Ok(())
+        split_day(db, write, batch, *day, held.depth, &held.partitions)?;
     }
+    Ok(())
+}
 
-    /// Rewrites every partition of `day` at the depth its hashes call for (the stored ones and
-    /// those the batch holds at `partitions`), its old keys removed and its depth key written,
-    /// all in `write`.
-    fn split_day(
-        &self,
-        write: &mut Write,
-        batch: &Partitions,
-        day: Option<Day>,
-        depth: u8,
-        partitions: &[usize],
-    ) -> Result<(), StoreError> {
-        let set = batch.set();
-        let held: HashSet<Vec<u8>> = partitions
-            .iter()
-            .map(|&at| keys::partition(set, &batch.get(at).0))
-            .collect();
-        let mut hashes = Vec::new();
-        let prefix = keys::day_prefix(set, day);
-        for entry in self.db.scan(&prefix) {
-            let (rest, value) = entry?;
-            let key = [&prefix[..], &rest].concat();
-            if !held.contains(&key) {
-                let stored = Partition::decode(&value).ok_or_else(|| self.corrupt("seen-set partition"))?;
-                stored.merge_into(&mut hashes);
-            }
-            write.remove(key);
+/// Rewrites every partition of `day` at the depth its hashes call for (the stored ones and
+/// those the batch holds at `partitions`), its old keys removed and its depth key written,
+/// all in `write`.
+fn split_day(
+    db: &Engine,
+    write: &mut Write,
+    batch: &Partitions,
+    day: Option<Day>,
+    depth: u8,
+    partitions: &[usize],
+) -> Result<(), StoreError> {
+    let set = batch.set();
+    let held: HashSet<Vec<u8>> = partitions
+        .iter()
+        .map(|&at| keys::partition(set, &batch.get(at).0))
+        .collect();
+    let mut hashes = Vec::new();
+    let prefix = keys::day_prefix(set, day);
+    for entry in db.scan(&prefix) {
+        let (rest, value) = entry?;
+        let key = [&prefix[..], &rest].concat();
+        if !held.contains(&key) {
+            let stored = Partition::decode(&value)
+                .ok_or_else(|| StoreError::unreadable(db.path(), "seen-set partition"))?;
+            stored.merge_into(&mut hashes);
         }
-        for &at in partitions {
-            batch.get(at).1.merge_into(&mut hashes);
-        }
-        hashes.sort_unstable();
-        // The partitions are disjoint; one hash twice would make a partition unreadable.
-        hashes.dedup();
-        let depth = deeper(hashes.len(), depth);
-        for (bucket, bytes) in split(&hashes, depth) {
-            write.insert(keys::partition(set, &PartitionKey { day, depth, bucket }), bytes);
-        }
-        write.insert(keys::depth(set, day), [depth]);
-        Ok(())
+        write.remove(key);
     }
+    for &at in partitions {
+        batch.get(at).1.merge_into(&mut hashes);
+    }
+    hashes.sort_unstable();
+    // The partitions are disjoint; one hash twice would make a partition unreadable.
+    hashes.dedup();
+    let depth = deeper(hashes.len(), depth);
+    for (bucket, bytes) in split(&hashes, depth) {
+        write.insert(keys::partition(set, &PartitionKey { day, depth, bucket }), bytes);
+    }
+    write.insert(keys::depth(set, day), [depth]);
+    Ok(())
 }
 
 /// The partitions of one set a batch holds, by day, with the last day's at hand by bucket: a day
@@ -139,11 +142,11 @@ impl Partitions {
         &self.all[at]
     }
 
-    /// The partition of `hash`, read once from `store` when it is not here yet (and its day's
-    /// depth, once a day).
+    /// The partition of `hash`, read once from the committed set in `db` when it is not here yet
+    /// (and its day's depth, once a day).
     pub(super) fn of(
         &mut self,
-        store: &Store,
+        db: &Engine,
         day: Option<Day>,
         hash: LineHash,
     ) -> Result<&mut Partition, StoreError> {
@@ -153,7 +156,7 @@ impl Partitions {
                 let depth = match self.days.get(&day) {
                     Some(known) => known.depth,
                     None => {
-                        let depth = store.depth_of(self.set, day)?;
+                        let depth = depth_of(db, self.set, day)?;
                         self.days.insert(
                             day,
                             BatchDay {
@@ -185,7 +188,7 @@ impl Partitions {
         {
             Some(at) => at,
             None => {
-                let partition = store.partition(self.set, &key)?;
+                let partition = partition(db, self.set, &key)?;
                 self.all.push((key, partition));
                 let at = self.all.len() - 1;
                 self.index.insert(key, at);

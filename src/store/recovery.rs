@@ -1,6 +1,5 @@
-//! Opening a store that is there: a new one is initialised, a damaged or foreign one refused,
-//! and one that lost writes its export record has (a power cut, an older copy put back) takes
-//! the recorded export as pending again.
+//! Opening a store that is there: a new one is initialised, a damaged or foreign one refused.
+//! (One that lost writes its export record has is `delivery/recovery.rs`'s.)
 //!
 //! sled opens a store whose log it cannot read as *empty*. The marker beside it
 //! (`store.created`, the store's creation time in nanoseconds and a newline) tells "never
@@ -11,11 +10,12 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::time::SystemTime;
 
+use super::count_store::Store;
 use super::counts::IngestCounts;
-use super::engine::{Write, keys};
-use super::export_record::{self, ExportRecord};
-use super::{FORMAT_VERSION, PendingExport, Store, StoreError};
-use crate::files::Durability;
+use super::engine::Write;
+use super::engine::keys::{self, FORMAT_VERSION};
+use super::error::StoreError;
+use crate::own_files::Durability;
 use crate::series::Family;
 
 impl Store {
@@ -32,7 +32,6 @@ impl Store {
             .read_u64(keys::CREATED, "creation time")?
             .ok_or_else(|| self.corrupt("creation time"))?;
         self.created = SystemTime::UNIX_EPOCH + std::time::Duration::from_nanos(created_ns);
-        self.exports = self.read_u64(keys::EXPORTS, "export count")?.unwrap_or(0);
         match recorded {
             Some(recorded) if recorded != created_ns => {
                 return Err(StoreError::Corrupt {
@@ -47,11 +46,6 @@ impl Store {
         if let Some(bytes) = self.get(keys::COUNTS)? {
             self.counts = IngestCounts::decode(&bytes).ok_or_else(|| self.corrupt("ingestion counts"))?;
         }
-        if let Some(bytes) = self.get(keys::PENDING)? {
-            self.pending = Some(PendingExport::decode(&bytes).ok_or_else(|| self.corrupt("pending export"))?);
-        }
-        let record = export_record::read(&self.record, self.path())?;
-        self.catch_up_with(record, created_ns)?;
         self.load_series()?;
         self.load_cost_pass()
     }
@@ -75,45 +69,20 @@ impl Store {
         // Once per store: sled's `flush` leaves the new log's length and folder entries to the
         // kernel, and a marker that outlived its store would refuse the next run.
         let log = self.db.log();
-        crate::files::sync_file(&log).map_err(|e| StoreError::io(&log, e))?;
-        crate::files::sync_folder(self.path()).map_err(|e| StoreError::io(self.path(), e))?;
+        crate::own_files::sync_file(&log).map_err(|e| StoreError::io(&log, e))?;
+        crate::own_files::sync_folder(self.path()).map_err(|e| StoreError::io(self.path(), e))?;
         // An export record left by a store that was deleted is not this one's.
-        remove_if_present(&self.record)?;
+        crate::own_files::remove_if_present(&self.record).map_err(|e| StoreError::io(&self.record, e))?;
         write_marker(marker, created_ns)
-    }
-
-    /// The export record beside the store knows of a delta export sled lost (a power cut; or an
-    /// older copy of the store put back): it may have reached the collector, so it is pending
-    /// again, and the lines sled lost are read again from the ledger.
-    fn catch_up_with(&mut self, record: Option<ExportRecord>, created_ns: u64) -> Result<(), StoreError> {
-        let Some(record) = record else { return Ok(()) };
-        if record.created_ns != created_ns {
-            return Err(StoreError::Corrupt {
-                path: self.path().to_path_buf(),
-                detail: format!("{} belongs to another store", self.record.display()),
-            });
-        }
-        if record.number > self.exports {
-            crate::events::store::behind_record(self.path(), record.number, self.exports);
-            self.exports = record.number;
-            self.pending = Some(record.pending);
-        }
-        Ok(())
     }
 
     fn load_series(&mut self) -> Result<(), StoreError> {
         for family in Family::ALL {
-            for delivered in [false, true] {
-                for entry in self.db.scan(keys::family_prefix(family, delivered)) {
-                    let (key, value) = entry?;
-                    let sums = if delivered {
-                        &mut self.delivered
-                    } else {
-                        &mut self.lifetime
-                    };
-                    sums.insert_encoded(family, &key, &value)
-                        .ok_or_else(|| self.corrupt("series sums"))?;
-                }
+            for entry in self.db.scan(keys::family_prefix(family, false)) {
+                let (key, value) = entry?;
+                self.lifetime
+                    .insert_encoded(family, &key, &value)
+                    .ok_or_else(|| self.corrupt("series sums"))?;
             }
         }
         Ok(())
@@ -146,17 +115,14 @@ impl Store {
     }
 
     pub(super) fn corrupt(&self, what: &str) -> StoreError {
-        StoreError::Corrupt {
-            path: self.path().to_path_buf(),
-            detail: format!("unreadable {what}"),
-        }
+        StoreError::unreadable(self.path(), what)
     }
 }
 
 /// The creation time the marker records, if there is a marker and a store folder it speaks of.
 /// Read as bytes: a marker damaged into invalid UTF-8 is a damaged marker, not an I/O error.
 fn read_marker(marker: &Path, existed: bool, store: &Path) -> Result<Option<u64>, StoreError> {
-    match crate::files::read_own(marker, crate::files::MAX_OWN_BYTES) {
+    match crate::own_files::read_own(marker, crate::own_files::MAX_OWN_BYTES) {
         Ok(_) if !existed => Ok(None),
         Ok(bytes) => parse_marker(&bytes).map(Some).ok_or_else(|| StoreError::Corrupt {
             path: store.to_path_buf(),
@@ -175,21 +141,8 @@ pub(super) fn parse_marker(bytes: &[u8]) -> Option<u64> {
 
 /// Replaces the marker atomically (written, synced, renamed over the old one).
 fn write_marker(marker: &Path, created_ns: u64) -> Result<(), StoreError> {
-    crate::files::replace(marker, format!("{created_ns}\n").as_bytes(), Durability::PowerCut)
+    crate::own_files::replace(marker, format!("{created_ns}\n").as_bytes(), Durability::PowerCut)
         .map_err(|e| StoreError::io(marker, e))
-}
-
-/// Deletes the file or folder at `path`, if there is one.
-pub(super) fn remove_if_present(path: &Path) -> Result<(), StoreError> {
-    let removed = if path.is_dir() {
-        std::fs::remove_dir_all(path)
-    } else {
-        std::fs::remove_file(path)
-    };
-    match removed {
-        Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(StoreError::io(path, error)),
-        _ => Ok(()),
-    }
 }
 
 #[cfg(test)]

@@ -32,7 +32,7 @@ impl LineHash {
 }
 
 /// The two sets of lines the store keeps by partition: the seen set, and while the cost pass of
-/// an upgraded store lasts, the lines whose cost it added (`store/upgrade/cost_pass.rs`).
+/// an upgraded store lasts, the lines whose cost it added (`store/upgrade/before_cost.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LineSet {
     Seen,

@@ -1,4 +1,4 @@
-//! The reading half of the cost pass (`store/upgrade/cost_pass.rs`): each region a store made
+//! The reading half of the cost pass (`store/upgrade/before_cost.rs`): each region a store made
 //! before cost had read, read again for the quotes of the lines it counted then.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -7,8 +7,8 @@ use crate::ledger::decode::{Decoded, decode};
 use crate::ledger::discover::LedgerFile;
 use crate::ledger::tail::{self, CHUNK};
 use crate::series::Part;
+use crate::store::PassFile;
 use crate::store::seen::LineHash;
-use crate::store::upgrade::cost_pass::PassFile;
 use crate::store::{Batch, Store, StoreError};
 
 /// Reads what is left of the pass, committing as it goes; ends the pass once every region is
@@ -116,11 +116,11 @@ fn add_quote(store: &Store, batch: &mut Batch, line: &[u8]) -> Result<(), StoreE
         return Ok(());
     };
     let hash = LineHash::of(line);
-    if !batch.was_seen(store, row.day, hash)? {
+    if !store.was_seen(batch, row.day, hash)? {
         // Not counted before cost (a file rewritten since): the usual reading counts it whole.
         return Ok(());
     }
-    if batch.mark_costed(store, row.day, hash)? {
+    if store.mark_costed(batch, row.day, hash)? {
         batch.add(store.fold_known(), &row, Part::QuoteOnly);
     }
     Ok(())

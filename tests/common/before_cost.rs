@@ -3,14 +3,18 @@
 //!
 //! Formats 3 and 4 differ only in what cost added: the `$`, `$d`, `u` and `ud` families, the
 //! version, and the layouts of the pending export, the export record and the stream record
-//! (`testdata/formats/*-before-cost.hex`). A store counted with `--otlp off` has none of the
-//! last three, so taking away the cost families and writing version 3 is the whole difference.
+//! (`testdata/formats/*-before-cost.hex`); format 5 and 6 in how token totals are stored (eight
+//! u64s, or a width and as many: `testdata/formats/totals*.hex`). A store counted with `--otlp
+//! off` has none of the records, so taking away the cost families, writing its token totals
+//! eight wide and version 3 is the whole difference.
 
 use std::path::Path;
 
 /// The families cost added (src/store/engine/keys.rs).
 const COST_FAMILIES: [&[u8]; 4] = [b"$/", b"$d/", b"u/", b"ud/"];
 const BEFORE_COST: u32 = 3;
+/// The token families, lifetime and delivered (src/store/engine/keys.rs).
+const TOKEN_FAMILIES: [&[u8]; 2] = [b"t/", b"d/"];
 
 /// Turns the store under `state_dir`, counted by `once --otlp off` and not running, into the
 /// store a build before cost would have left for the same lines.
@@ -27,6 +31,17 @@ pub fn downgrade(state_dir: &Path) {
     for prefix in COST_FAMILIES {
         for key in db.scan_prefix(prefix).keys() {
             write.remove(key.unwrap());
+        }
+    }
+    for prefix in TOKEN_FAMILIES {
+        for entry in db.scan_prefix(prefix) {
+            // Today's: a width, then that many quantities (zeros at the end left out); then:
+            // eight, always.
+            let (key, value) = entry.unwrap();
+            assert!(value[0] <= 8, "at most eight quantities, as before widths");
+            let mut eight = value[1..].to_vec();
+            eight.resize(64, 0);
+            write.insert(key, eight);
         }
     }
     write.insert(b"version".as_slice(), &BEFORE_COST.to_le_bytes());

@@ -151,9 +151,29 @@ fn collector_down_then_up_loses_nothing_and_warns_once_per_outage() {
         })
     }));
     assert!(receiver.backend_totals().is_empty());
+    // Each sink's last delivery, as node_exporter says of each collector.
+    let serves = |line: &str| {
+        common::http_get(port, "/metrics", None)
+            .unwrap_or_default()
+            .lines()
+            .any(|l| l == line)
+    };
+    assert!(wait_until(PATIENCE, || serves(
+        r#"reasonix_exporter_sink_success{sink="otlp"} 0"#
+    )));
+    assert!(serves(r#"reasonix_exporter_sink_success{sink="prometheus"} 1"#));
+    let body = common::http_get(port, "/metrics", None).unwrap_or_default();
+    assert!(
+        body.lines()
+            .any(|l| l.starts_with(r#"reasonix_exporter_sink_duration_seconds{sink="otlp"} "#)),
+        "{body}"
+    );
 
     receiver.refuse(false);
     assert!(wait_until(PATIENCE, || receiver.backend_totals() == model.expected.totals()));
+    assert!(wait_until(PATIENCE, || serves(
+        r#"reasonix_exporter_sink_success{sink="otlp"} 1"#
+    )));
     let (status, _, log) = daemon.terminate();
     assert!(status.success());
     assert_eq!(

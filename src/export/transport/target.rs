@@ -221,7 +221,7 @@ impl Accepted {
 
 /// A collector's own text, cut to one short line with nothing a terminal would act on.
 pub(super) fn printable(text: &str) -> String {
-    crate::shown::one_line(text.trim(), 200)
+    crate::inert_text::one_line(text.trim(), 200)
 }
 
 /// The longest wait a collector's `Retry-After` can ask for; a longer one is cut to this.
@@ -279,7 +279,7 @@ pub(super) fn error_chain(error: &dyn std::error::Error) -> String {
         }
         source = cause.source();
     }
-    crate::shown::one_line(&text, 500)
+    crate::inert_text::one_line(&text, 500)
 }
 
 /// The hint for a TLS handshake the exporter or the collector refused, found in the error's

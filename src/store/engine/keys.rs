@@ -7,7 +7,7 @@
 //! | `counts` | [`IngestCounts`] |
 //! | `exports` | u64: delta exports begun (the export record outside sled has the last one's number) |
 //! | `pending.delta` | [`PendingExport`] |
-//! | `t/<series key>`, `d/<series key>` | lifetime and delivered [`Totals`] |
+//! | `t/<series key>`, `d/<series key>` | lifetime and delivered [`Totals`], with their width |
 //! | `$/<cost key>`, `$d/<cost key>` | lifetime and delivered spend (u128, 10^-9 units) |
 //! | `u/<unpriced key>`, `ud/<unpriced key>` | lifetime and delivered unpriced requests (u64) |
 //! | `c/<file name>` | a [`Checkpoint`] |
@@ -27,6 +27,11 @@ use std::ffi::OsString;
 use crate::ledger::timestamp::Day;
 use crate::series::Family;
 use crate::store::seen::{FIRST_DEPTH, LineSet, PartitionKey};
+
+/// The layout of the store's keys and values (this file). An older format this build
+/// reads is upgraded where it is loaded (`upgrade/`); any other is refused with `--reset-state`
+/// as the fix (the ledger is read again).
+pub const FORMAT_VERSION: u32 = 6;
 
 pub const VERSION: &[u8] = b"version";
 pub const CREATED: &[u8] = b"created";

@@ -28,7 +28,9 @@ pub const SLED_LOG: &str = "db";
 /// How long an open waits for sled's lock on its log to be let go (see `wait_for_sled_release`).
 const SLED_RELEASE_WAIT: Duration = Duration::from_secs(5);
 
-/// The store's database, open.
+/// The store's database, open. A clone is another handle to the same database (see
+/// `delivered.rs`).
+#[derive(Clone)]
 pub struct Engine {
     db: sled::Db,
     path: PathBuf,

@@ -13,13 +13,14 @@
 
 use std::path::{Path, PathBuf};
 
-use super::Record;
-use crate::store::{PendingExport, StoreError};
+use super::frame::{self, Record};
+use crate::store::error::StoreError;
+use crate::store::pending_export::PendingExport;
 
 /// The file's first bytes, before the format's version.
 const MAGIC: &[u8; 8] = b"rxexport";
-/// 3 carries the cost families; 2 (before cost) is read as tokens only.
-const VERSION: u8 = 3;
+/// 4 stores totals with their width; 3 carries the cost families; 2 (before cost) is read as tokens only.
+const VERSION: u8 = 4;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExportRecord {
@@ -32,19 +33,20 @@ pub struct ExportRecord {
 
 impl Record for ExportRecord {
     fn encode(&self) -> Vec<u8> {
-        let mut out = super::header(MAGIC, VERSION);
+        let mut out = frame::header(MAGIC, VERSION);
         out.extend_from_slice(&self.created_ns.to_le_bytes());
         out.extend_from_slice(&self.number.to_le_bytes());
         out.extend_from_slice(&self.pending.encode());
-        super::seal(out)
+        frame::seal(out)
     }
 
     fn decode(bytes: &[u8]) -> Option<ExportRecord> {
-        let (version, mut fields) = super::open(bytes, MAGIC)?;
+        let (version, mut fields) = frame::open(bytes, MAGIC)?;
         let created_ns = fields.u64()?;
         let number = fields.u64()?;
         let pending = match version {
             VERSION => PendingExport::decode(fields.rest())?,
+            3 => crate::store::upgrade::pending_before_width(fields.rest())?,
             2 => crate::store::upgrade::pending_before_cost(fields.rest())?,
             _ => return None,
         };
@@ -63,10 +65,15 @@ pub fn path_in(state_dir: &Path) -> PathBuf {
 
 /// Reads the record at `path` beside the store at `store`: `None` when there is none.
 pub fn read(path: &Path, store: &Path) -> Result<Option<ExportRecord>, StoreError> {
-    super::read(path, || StoreError::Corrupt {
+    frame::read(path, || StoreError::Corrupt {
         path: store.to_path_buf(),
         detail: format!("unreadable export record {}", path.display()),
     })
+}
+
+/// Replaces the record at `path` so that it survives a power cut.
+pub fn write(path: &Path, record: &ExportRecord) -> Result<(), StoreError> {
+    frame::write(path, record)
 }
 
 #[cfg(test)]
@@ -92,18 +99,18 @@ mod tests {
         let path = path_in(dir.path());
         let store = dir.path().join("store");
         assert!(matches!(read(&path, &store), Ok(None)));
-        super::super::write(&path, &record()).unwrap();
+        frame::write(&path, &record()).unwrap();
         assert_eq!(read(&path, &store).ok().flatten(), Some(record()));
         let mut next = record();
         next.number = 43;
-        super::super::write(&path, &next).unwrap();
+        frame::write(&path, &next).unwrap();
         assert_eq!(read(&path, &store).ok().flatten(), Some(next));
         assert!(!dir.path().join("store.export.tmp").exists());
     }
 
     #[test]
     fn any_damaged_byte_makes_the_record_unreadable() {
-        super::super::assert_every_damage_is_refused(&record().encode(), |bytes| {
+        frame::assert_every_damage_is_refused(&record().encode(), |bytes| {
             ExportRecord::decode(bytes).is_some()
         });
     }

@@ -15,14 +15,15 @@
 
 use std::path::{Path, PathBuf};
 
-use super::Record;
+use super::frame::{self, Record};
 use crate::bytes::put_sized;
 use crate::series::Sums;
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 
 const FILE: &str = "history";
 const MAGIC: &[u8; 8] = b"rxhistor";
-const VERSION: u8 = 1;
+/// 2 stores totals with their width (`Totals::encode_into`); 1 did not.
+const VERSION: u8 = 2;
 
 /// Where one ledger file's history ends.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,7 +49,7 @@ pub struct HistoryFrontier {
 
 impl Record for HistoryFrontier {
     fn encode(&self) -> Vec<u8> {
-        let mut out = super::header(MAGIC, VERSION);
+        let mut out = frame::header(MAGIC, VERSION);
         out.extend_from_slice(&self.first_sent_ns.to_le_bytes());
         out.extend_from_slice(&(self.files.len() as u32).to_le_bytes());
         for file in &self.files {
@@ -57,12 +58,15 @@ impl Record for HistoryFrontier {
             out.extend_from_slice(&file.prefix_hash.to_le_bytes());
         }
         out.extend_from_slice(&self.first_values.encode());
-        super::seal(out)
+        frame::seal(out)
     }
 
     fn decode(bytes: &[u8]) -> Option<HistoryFrontier> {
-        let (VERSION, mut r) = super::open(bytes, MAGIC)? else {
-            return None;
+        let (version, mut r) = frame::open(bytes, MAGIC)?;
+        let sums = match version {
+            VERSION => Sums::read,
+            1 => crate::store::upgrade::sums_before_width,
+            _ => return None,
         };
         let first_sent_ns = r.u64()?;
         let mut files = Vec::new();
@@ -73,7 +77,7 @@ impl Record for HistoryFrontier {
                 prefix_hash: r.u64()?,
             });
         }
-        let first_values = Sums::read(&mut r)?;
+        let first_values = sums(&mut r)?;
         r.is_empty().then_some(HistoryFrontier {
             first_sent_ns,
             files,
@@ -89,10 +93,15 @@ pub fn path_in(state_dir: &Path) -> PathBuf {
 
 /// Reads the frontier at `path`: `None` when there is none.
 pub fn read(path: &Path) -> Result<Option<HistoryFrontier>, StoreError> {
-    super::read(path, || StoreError::Corrupt {
+    frame::read(path, || StoreError::Corrupt {
         path: path.to_path_buf(),
         detail: "unreadable history frontier".into(),
     })
+}
+
+/// Replaces the frontier at `path` so that it survives a power cut.
+pub fn write(path: &Path, frontier: &HistoryFrontier) -> Result<(), StoreError> {
+    frame::write(path, frontier)
 }
 
 #[cfg(test)]
@@ -130,13 +139,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = path_in(dir.path());
         assert!(matches!(read(&path), Ok(None)));
-        super::super::write(&path, &frontier()).unwrap();
+        frame::write(&path, &frontier()).unwrap();
         assert_eq!(read(&path).unwrap(), Some(frontier()));
     }
 
     #[test]
     fn any_damaged_byte_makes_the_frontier_unreadable() {
-        super::super::assert_every_damage_is_refused(&frontier().encode(), |bytes| {
+        frame::assert_every_damage_is_refused(&frontier().encode(), |bytes| {
             HistoryFrontier::decode(bytes).is_some()
         });
     }

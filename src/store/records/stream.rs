@@ -24,17 +24,17 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::Record;
+use super::frame::{self, Record};
 use crate::bytes::put_sized;
 use crate::series::{Family, Sums};
-use crate::store::StoreError;
 use crate::store::counts::IngestCounts;
+use crate::store::error::StoreError;
 
 const FILE: &str = "stream";
 const MAGIC: &[u8; 8] = b"rxstream";
-/// 6 adds the store's identity; 5 what `/metrics` served; 4 the last publication's time; 3 the series' births; 2 marks
+/// 7 stores totals with their width (`Totals::encode_into`); 6 adds the store's identity; 5 what `/metrics` served; 4 the last publication's time; 3 the series' births; 2 marks
 /// the cost families too; 1 (before cost) is read as tokens only.
-const VERSION: u8 = 6;
+const VERSION: u8 = 7;
 
 /// How far ahead of the clock a record's times may be and still be the clock's own (backends
 /// refuse points dated more than 10 minutes ahead): beyond, the clock ran fast when they were
@@ -163,7 +163,7 @@ impl StreamRecord {
 impl Record for StreamRecord {
     fn encode(&self) -> Vec<u8> {
         let births: usize = self.births.keys().map(|(_, key)| 13 + key.len()).sum();
-        let mut out = super::header(MAGIC, VERSION);
+        let mut out = frame::header(MAGIC, VERSION);
         out.reserve(96 + (self.marks.len() + self.served.len()) * 120 + self.own.len() * 48 + births);
         out.extend_from_slice(&self.start_ns.to_le_bytes());
         out.extend_from_slice(&self.last_time_ns.to_le_bytes());
@@ -183,18 +183,20 @@ impl Record for StreamRecord {
         out.extend_from_slice(&self.served.encode());
         put_sized(&mut out, &self.served_counts.encode());
         put_sized(&mut out, self.instance.as_deref().unwrap_or("").as_bytes());
-        super::seal(out)
+        frame::seal(out)
     }
 
     fn decode(bytes: &[u8]) -> Option<StreamRecord> {
-        let (version, mut r) = super::open(bytes, MAGIC)?;
+        let (version, mut r) = frame::open(bytes, MAGIC)?;
         let start_ns = r.u64()?;
         let last_time_ns = r.u64()?;
-        let marks = match version {
-            2..=VERSION => Sums::read(&mut r)?,
-            1 => crate::store::upgrade::sums_before_cost(&mut r)?,
+        let sums = match version {
+            VERSION => Sums::read,
+            2..=6 => crate::store::upgrade::sums_before_width,
+            1 => crate::store::upgrade::sums_before_cost,
             _ => return None,
         };
+        let marks = sums(&mut r)?;
         let mut own = BTreeMap::new();
         for _ in 0..r.u32()? {
             let name = String::from_utf8(r.sized()?.to_vec()).ok()?;
@@ -211,7 +213,7 @@ impl Record for StreamRecord {
         let published_ns = if version >= 4 { r.u64()? } else { 0 };
         let (mut served, mut served_counts) = (Sums::default(), IngestCounts::default());
         if version >= 5 {
-            served = Sums::read(&mut r)?;
+            served = sums(&mut r)?;
             served_counts = IngestCounts::decode(r.sized()?)?;
         }
         let mut instance = None;
@@ -268,10 +270,15 @@ pub fn path_in(state_dir: &Path) -> PathBuf {
 
 /// Reads the record at `path`: `None` when there is none.
 pub fn read(path: &Path) -> Result<Option<StreamRecord>, StoreError> {
-    super::read(path, || StoreError::Corrupt {
+    frame::read(path, || StoreError::Corrupt {
         path: path.to_path_buf(),
         detail: "unreadable stream record".into(),
     })
+}
+
+/// Replaces the record at `path` so that it survives a power cut.
+pub fn write(path: &Path, record: &StreamRecord) -> Result<(), StoreError> {
+    frame::write(path, record)
 }
 
 #[cfg(test)]
@@ -318,15 +325,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = path_in(dir.path());
         assert!(matches!(read(&path), Ok(None)));
-        super::super::write(&path, &record()).unwrap();
+        frame::write(&path, &record()).unwrap();
         assert_eq!(read(&path).unwrap(), Some(record()));
-        super::super::write(&path, &StreamRecord::starting(5)).unwrap();
+        frame::write(&path, &StreamRecord::starting(5)).unwrap();
         assert_eq!(read(&path).unwrap(), Some(StreamRecord::starting(5)));
     }
 
     #[test]
     fn any_damaged_byte_makes_the_record_unreadable() {
-        super::super::assert_every_damage_is_refused(&record().encode(), |bytes| {
+        frame::assert_every_damage_is_refused(&record().encode(), |bytes| {
             StreamRecord::decode(bytes).is_some()
         });
     }

@@ -3,41 +3,78 @@
 //! beside the store names its old versions in `records/`, and reads them with what is here). The reading half of the cost pass is in the
 //! top-level `upgrade` module.
 //!
-//! - format 4 (before the seen set's days were split deeper): only the version changes;
-//! - format 3 (before cost): `cost_pass.rs`, a pass over what the store had read, for the quotes
-//!   of the lines it counted.
+//! - format 5 (before totals were stored with their width): every token sum, delivered or not,
+//!   and the pending export rewritten with it;
+//! - format 4 (before the seen set's days were split deeper): as format 5, the version aside;
+//! - format 3 (before cost): `before_cost.rs`, a pass over what the store had read, for the quotes
+//!   of the lines it counted; then as format 5.
+//!
+//! Every step goes in one atomic, flushed write with the new version.
 
-pub mod cost_pass;
+pub mod before_cost;
+mod layouts;
 
-use std::collections::BTreeMap;
-
-use super::engine::{Write, keys};
-use super::{FORMAT_VERSION, PendingExport, Store, StoreError};
+use super::count_store::Store;
+use super::engine::Write;
+use super::engine::keys::{self, FORMAT_VERSION};
+use super::error::StoreError;
 use crate::bytes::Reader;
-use crate::series::{AttrSet, Family, Sums, Totals};
-use cost_pass::BEFORE_COST;
+use crate::series::Family;
+use before_cost::BEFORE_COST;
+use layouts::{WIDTH_BEFORE_WIDTH, totals_before_width};
+pub use layouts::{pending_before_cost, pending_before_width, sums_before_cost, sums_before_width};
 
 /// The format of stores before the seen set's days were split deeper than four partitions.
 const BEFORE_SPLIT: u32 = 4;
+
+/// The format of stores before [`Totals`] were stored with their width.
+const BEFORE_WIDTH: u32 = 5;
 
 impl Store {
     /// Brings a store whose format is `value` to this one; refuses a newer one, and one older
     /// than this build reads.
     pub(super) fn upgrade_from(&mut self, value: &[u8]) -> Result<(), StoreError> {
-        match self.check_version(value)? {
-            BEFORE_COST => self.upgrade_before_cost(),
-            BEFORE_SPLIT => self.upgrade_before_split(),
-            _ => Ok(()),
+        let found = self.check_version(value)?;
+        if !matches!(found, BEFORE_COST | BEFORE_SPLIT | BEFORE_WIDTH) {
+            return Ok(());
         }
+        let mut write = Write::default();
+        let mut regions = None;
+        if found == BEFORE_COST {
+            regions = Some(self.upgrade_before_cost(&mut write)?);
+        }
+        // A store of format [`BEFORE_SPLIT`] is one of [`BEFORE_WIDTH`] whose days are all four
+        // partitions deep: its new version alone makes a build that cannot read a day split
+        // deeper refuse the store rather than count that day's lines again.
+        self.upgrade_before_width(&mut write, found)?;
+        write.insert(keys::VERSION, FORMAT_VERSION.to_le_bytes());
+        self.apply(write)?;
+        if let Some(files) = regions {
+            crate::events::store::upgraded(self.path(), FORMAT_VERSION, files);
+        }
+        Ok(())
     }
 
-    /// A store of format [`BEFORE_SPLIT`] is one of this format whose days are all four
-    /// partitions deep: only its version changes, so that a build that cannot read a day split
-    /// deeper refuses the store rather than count that day's lines again.
-    fn upgrade_before_split(&mut self) -> Result<(), StoreError> {
-        let mut write = Write::default();
-        write.insert(keys::VERSION, FORMAT_VERSION.to_le_bytes());
-        self.apply(write)
+    /// Rewrites every token sum of a store of format [`BEFORE_WIDTH`] or older with its width,
+    /// and its pending export (which a store before cost had converted already).
+    fn upgrade_before_width(&self, write: &mut Write, found: u32) -> Result<(), StoreError> {
+        for delivered in [false, true] {
+            let prefix = keys::family_prefix(Family::Tokens, delivered);
+            for entry in self.db.scan(prefix) {
+                let (key, value) = entry?;
+                let totals = totals_before_width(&mut Reader::new(&value))
+                    .filter(|_| value.len() == WIDTH_BEFORE_WIDTH * 8)
+                    .ok_or_else(|| self.corrupt("series sums"))?;
+                write.insert([prefix, &key].concat(), totals.encode());
+            }
+        }
+        if found != BEFORE_COST
+            && let Some(bytes) = self.get(keys::PENDING)?
+        {
+            let pending = pending_before_width(&bytes).ok_or_else(|| self.corrupt("pending export"))?;
+            write.insert(keys::PENDING, pending.encode());
+        }
+        Ok(())
     }
 
     /// The store's format: this one, or an older one this build upgrades.
@@ -57,27 +94,4 @@ impl Store {
         }
         Ok(found)
     }
-}
-
-/// Sums as layouts before cost wrote them (stream record 1): the token section alone.
-pub(super) fn sums_before_cost(bytes: &mut Reader) -> Option<Sums> {
-    Sums::read_families(bytes, &[Family::Tokens])
-}
-
-/// The pending export of stores before cost (format 3, export record 2): per token series, the
-/// series key's length (u32), the key, the [`Totals`], up to the end.
-pub(super) fn pending_before_cost(bytes: &[u8]) -> Option<PendingExport> {
-    let mut r = Reader::new(bytes);
-    let mut tokens = BTreeMap::new();
-    while !r.is_empty() {
-        let attrs = AttrSet::decode(r.sized()?)?;
-        let totals = Totals::decode(r.take(Totals::ENCODED_LEN)?)?;
-        tokens.insert(attrs, totals);
-    }
-    Some(PendingExport {
-        delivered_after: Sums {
-            tokens,
-            ..Sums::default()
-        },
-    })
 }

@@ -10,7 +10,7 @@
 //! resumes where the last commit left it, and a line in two files (a copy) adds its cost once.
 //! Lines after a region are new lines, counted whole by the usual reading; while the pass lasts,
 //! the batch puts every line it sees for the first time in the pass's set too
-//! (`Batch::mark_seen`), so that a file rewritten in place under an interrupted pass cannot give
+//! (`Store::mark_seen`), so that a file rewritten in place under an interrupted pass cannot give
 //! a new line's cost twice. When every region is read, the pass's keys are
 //! deleted in the commit that ends it.
 
@@ -18,56 +18,23 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 
 use crate::ledger::checkpoint::Checkpoint;
+use crate::store::count_store::Store;
 use crate::store::engine::{Write, keys};
-use crate::store::partitions::Partitions;
+use crate::store::error::StoreError;
+use crate::store::partitions::{self, Partitions};
+use crate::store::pass_regions::{PassFile, PassProgress};
 use crate::store::seen::LineSet;
-use crate::store::{FORMAT_VERSION, Store, StoreError};
 
 /// The format of stores before cost, which this build upgrades.
 pub const BEFORE_COST: u32 = 3;
 
-/// One file's part of the pass: the bytes `[done, end)` are still to be read, of the file that
-/// had the checkpoint (its device and inode find it again under another name).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PassFile {
-    pub done: u64,
-    pub end: u64,
-    pub dev: u64,
-    pub ino: u64,
-}
-
-impl PassFile {
-    pub const ENCODED_LEN: usize = 32;
-
-    /// `done`, `end`, `dev`, `ino`: little-endian u64s.
-    pub fn encode(&self) -> [u8; Self::ENCODED_LEN] {
-        let mut out = [0; Self::ENCODED_LEN];
-        crate::bytes::put_u64s(&mut out, &[self.done, self.end, self.dev, self.ino]);
-        out
-    }
-
-    pub fn decode(bytes: &[u8]) -> Option<PassFile> {
-        let [done, end, dev, ino] = crate::bytes::u64s(bytes)?;
-        let region = PassFile { done, end, dev, ino };
-        (region.done <= region.end).then_some(region)
-    }
-}
-
-/// What a batch of the pass changes: regions' progress (`None`: the file is done), and whether
-/// the pass ends with it.
-#[derive(Debug, Default)]
-pub struct PassProgress {
-    pub files: BTreeMap<OsString, Option<PassFile>>,
-    pub finished: bool,
-}
-
 impl Store {
-    /// Turns a store of format [`BEFORE_COST`] into this format, in one atomic, flushed write.
-    pub(in crate::store) fn upgrade_before_cost(&mut self) -> Result<(), StoreError> {
-        let mut write = Write::default();
-        write.insert(keys::VERSION, FORMAT_VERSION.to_le_bytes());
+    /// Adds to `write` what turns a store of format [`BEFORE_COST`] into one of the next: its
+    /// pending export in today's layout, and a pass region per file it had read; how many files.
+    pub(in crate::store) fn upgrade_before_cost(&self, write: &mut Write) -> Result<usize, StoreError> {
         if let Some(bytes) = self.get(keys::PENDING)? {
-            let pending = super::pending_before_cost(&bytes).ok_or_else(|| self.corrupt("pending export"))?;
+            let pending =
+                super::layouts::pending_before_cost(&bytes).ok_or_else(|| self.corrupt("pending export"))?;
             write.insert(keys::PENDING, pending.encode());
         }
         let mut files = 0;
@@ -83,9 +50,7 @@ impl Store {
             write.insert(keys::pass_region(&name), region.encode());
             files += 1;
         }
-        self.apply(write)?;
-        crate::events::store::upgraded(self.path(), FORMAT_VERSION, files);
-        Ok(())
+        Ok(files)
     }
 
     /// The regions the pass has still to read, by file name; empty once it is over.
@@ -113,7 +78,7 @@ impl Store {
             }
             return Ok(BTreeMap::new());
         }
-        self.write_partitions(write, partitions)?;
+        partitions::write(&self.db, write, partitions)?;
         for (name, region) in &progress.files {
             let key = keys::pass_region(name.as_encoded_bytes());
             match region {
@@ -128,28 +93,5 @@ impl Store {
             }
         }
         Ok(regions)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_region_reads_back_and_never_ends_before_it_starts() {
-        let region = PassFile {
-            done: 7,
-            end: 4096,
-            dev: 1,
-            ino: 2,
-        };
-        assert_eq!(PassFile::decode(&region.encode()), Some(region));
-        let backwards = PassFile {
-            done: 9,
-            end: 8,
-            ..region
-        };
-        assert_eq!(PassFile::decode(&backwards.encode()), None);
-        assert_eq!(PassFile::decode(&[0; 31]), None);
     }
 }

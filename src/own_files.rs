@@ -21,6 +21,20 @@ pub enum Durability {
     ProcessCrash,
 }
 
+/// Deletes the file or folder at `path`, if there is one (a symlink: the link alone).
+pub fn remove_if_present(path: &Path) -> std::io::Result<()> {
+    let is_dir = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir());
+    let removed = if is_dir {
+        std::fs::remove_dir_all(path)
+    } else {
+        std::fs::remove_file(path)
+    };
+    match removed {
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(error),
+        _ => Ok(()),
+    }
+}
+
 /// Replaces the file at `path` with `bytes`, as `durability` says.
 pub fn replace(path: &Path, bytes: &[u8], durability: Durability) -> std::io::Result<()> {
     let mut tmp_name = path.as_os_str().to_owned();

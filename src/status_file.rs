@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::files::{self, Durability};
+use crate::own_files::{self, Durability};
 use crate::series::{Quantity, Sums, Totals};
 use crate::store::counts::IngestCounts;
 
@@ -107,7 +107,7 @@ pub fn path_in(state_dir: &Path) -> PathBuf {
 /// Writes the snapshot `status` reads while the daemon holds the store. A crash can lose it;
 /// the next commit writes it again.
 pub fn write(state_dir: &Path, doc: &StatusJson) -> std::io::Result<()> {
-    files::replace_json(&path_in(state_dir), doc, Durability::ProcessCrash)
+    own_files::replace_json(&path_in(state_dir), doc, Durability::ProcessCrash)
 }
 
 impl StatusJson {

@@ -1,0 +1,133 @@
+//! Delivery: what backends have received, apart from what was counted (`store/`). The OTLP leg
+//! asks it what was delivered and settles what the collector answered; `/metrics` tells it what
+//! was served. It keeps:
+//!
+//! - the cumulative stream's record (`store::stream`): its start, its last point's time, the
+//!   marks, the births, what `/metrics` served, the identity towards backends;
+//! - what each series has delivered, the delta export in flight and the export count, in the
+//!   store's database (`store::DeliveredTable`), with the export record beside it;
+//! - the history frontier, noted when the stream first goes out (`store::history`).
+//!
+//! - `export.rs`: a delta export begun, settled, or forgotten; a cumulative one confirmed;
+//! - `stream.rs`: the stream record written, dated back to a clock, told of births and scrapes;
+//! - `recovery.rs`: an export record that knows of an export the database lost;
+//! - `reopen.rs`: what delivery keeps across a store let go of after a fault.
+
+mod export;
+mod recovery;
+mod reopen;
+mod stream;
+#[cfg(test)]
+mod tests;
+
+use std::path::PathBuf;
+
+use crate::series::{AttrSet, Family, Sums};
+use crate::store::stream::{self as stream_record, StreamRecord};
+use crate::store::{DeliveredTable, PendingExport, Store, StoreError, export_record, history};
+pub use reopen::Released;
+
+/// What backends have received from one store.
+pub struct Delivery {
+    table: DeliveredTable,
+    /// Per series, what the collector has (for delta exports).
+    delivered: Sums,
+    pending: Option<PendingExport>,
+    /// Exports ever begun.
+    exports: u64,
+    /// The store's creation time, which its export record names.
+    store_created_ns: u64,
+    /// The last delta export begun, kept outside sled (see `store::export_record`).
+    record: PathBuf,
+    /// The cumulative stream, kept outside sled (see `store::stream`).
+    stream: StreamRecord,
+    stream_path: PathBuf,
+    history_path: PathBuf,
+}
+
+impl Delivery {
+    /// What `store`'s backends have received, as its records say. With `reset`, a stream record
+    /// that is damaged is replaced (`--reset-state`); one that is sound is continued, by a new
+    /// store too. The attribute sets the stream has published join `store`'s fold.
+    pub fn open(store: &mut Store, reset: bool) -> Result<Delivery, StoreError> {
+        let state_dir = state_dir_of(store);
+        let stream_path = stream_record::path_in(&state_dir);
+        // The stream outlives the store: a rebuilt store continues it. Only a damaged record is
+        // replaced, and only when asked to.
+        let stream = match stream_record::read(&stream_path) {
+            Err(StoreError::Corrupt { .. }) if reset => {
+                crate::own_files::remove_if_present(&stream_path)
+                    .map_err(|e| StoreError::io(&stream_path, e))?;
+                None
+            }
+            other => other?,
+        };
+        let table = store.delivered_table();
+        let loaded = table.load()?;
+        let mut delivery = Delivery {
+            table,
+            delivered: loaded.sums,
+            pending: loaded.pending,
+            exports: loaded.exports,
+            store_created_ns: store.created_ns(),
+            record: export_record::path_in(&state_dir),
+            // A store without a stream record (new, or whose record was deleted) starts its
+            // stream at its own creation: what `/metrics` gives as `_created`.
+            stream: stream.unwrap_or_else(|| StreamRecord::starting(store.created_ns())),
+            stream_path,
+            history_path: history::path_in(&state_dir),
+        };
+        delivery.catch_up_with_record()?;
+        store.take_published(delivery.published());
+        Ok(delivery)
+    }
+
+    /// The export sent but not yet confirmed, if any.
+    pub fn pending_export(&self) -> Option<&PendingExport> {
+        self.pending.as_ref()
+    }
+
+    /// What has been delivered to the collector, per series.
+    pub fn delivered(&self) -> &Sums {
+        &self.delivered
+    }
+
+    /// The cumulative stream as last exported.
+    pub fn stream(&self) -> &StreamRecord {
+        &self.stream
+    }
+
+    /// Exports ever begun.
+    pub fn exports(&self) -> u64 {
+        self.exports
+    }
+
+    /// The store's identity towards backends (`settings/identity.rs`), settled for its life:
+    /// kept in the stream record from its next write on (see [`StreamRecord::identity_or`]).
+    pub fn identity(&mut self, fresh: impl FnOnce() -> String, legacy: &str) -> String {
+        let identity = self.stream.identity_or(fresh, legacy);
+        self.stream.instance = Some(identity.clone());
+        identity
+    }
+
+    /// Every token attribute set the stream has sent or served.
+    fn published(&self) -> Vec<AttrSet> {
+        let born = self
+            .stream
+            .births
+            .keys()
+            .filter(|(family, _)| *family == Family::Tokens);
+        born.filter_map(|(_, key)| AttrSet::decode(key))
+            .chain(self.stream.marks.tokens.keys().cloned())
+            .chain(self.stream.served.tokens.keys().cloned())
+            .collect()
+    }
+}
+
+/// The state dir that holds `store`.
+fn state_dir_of(store: &Store) -> PathBuf {
+    match store.path().parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}

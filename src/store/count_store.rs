@@ -1,0 +1,318 @@
+//! The count store: what was counted (the seen set, the lifetime sums, checkpoints, counts),
+//! opened, committed to and closed. What backends have received is `delivery/`'s.
+
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use super::batch::Batch;
+use super::counts::IngestCounts;
+use super::delivered::DeliveredTable;
+use super::engine::{self, Engine, Write, keys};
+use super::error::StoreError;
+use super::lock::StateLock;
+use super::pass_regions::PassFile;
+use super::records::export_record;
+use super::{partitions, private_dir};
+use crate::ledger::checkpoint::Checkpoint;
+use crate::series::{AttrSet, Sums, Totals};
+
+/// Beside the store: the creation time of the store that lives here.
+const MARKER_FILE: &str = "store.created";
+
+/// The open store. One per state dir per machine, enforced by [`StateLock`].
+pub struct Store {
+    pub(super) db: Engine,
+    pub(super) created: SystemTime,
+    pub(super) lifetime: Sums,
+    /// What the cost pass of an upgraded store has still to read (see `store/upgrade/before_cost.rs`).
+    pub(super) cost_pass: BTreeMap<OsString, PassFile>,
+    pub(super) counts: IngestCounts,
+    /// Commits wait for the next flush (see [`Store::defer_commit_flush`]).
+    pub(super) defer_commit_flush: bool,
+    /// The last delta export begun, kept outside sled (see `export_record`): removed with the
+    /// store it belongs to.
+    pub(super) record: PathBuf,
+    /// With a stream that published attribute sets this store has not counted (yet): those and
+    /// the lifetime's, for the cardinality fold (see [`Store::fold_known`]).
+    pub(super) fold_known: Option<BTreeMap<AttrSet, Totals>>,
+    _lock: StateLock,
+}
+
+impl Store {
+    /// Opens (or creates) the store under `state_dir`. With `reset`, an existing store is deleted
+    /// first: the ledger is then read again from the start.
+    pub fn open(state_dir: &Path, reset: bool) -> Result<Store, StoreError> {
+        Store::open_as(state_dir, reset, false)
+    }
+
+    /// Opens the store to read it for a moment (`status`, `doctor`): a `run` or `once` starting
+    /// meanwhile waits for it rather than fail (see [`lock`]).
+    pub fn open_briefly(state_dir: &Path) -> Result<Store, StoreError> {
+        Store::open_as(state_dir, false, true)
+    }
+
+    fn open_as(state_dir: &Path, reset: bool, brief: bool) -> Result<Store, StoreError> {
+        // A brief reader never creates a store: a mistyped --state-dir is an error, not zeros.
+        if brief && !state_dir.join("store").is_dir() {
+            return Err(StoreError::Missing {
+                path: state_dir.to_path_buf(),
+            });
+        }
+        std::fs::create_dir_all(state_dir).map_err(|e| StoreError::io(state_dir, e))?;
+        private_dir::private_state_dir(state_dir)?;
+        // The store's folder is the engine's to open, which follows links: none is taken.
+        let store_dir = state_dir.join("store");
+        if std::fs::symlink_metadata(&store_dir).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(StoreError::io(
+                &store_dir,
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "a symbolic link, which the exporter never follows: remove it",
+                ),
+            ));
+        }
+        let lock = StateLock::acquire(state_dir, brief)?;
+        let path = state_dir.join("store");
+        let marker = state_dir.join(MARKER_FILE);
+        let record = export_record::path_in(state_dir);
+        if reset {
+            for target in [&path, &marker, &record] {
+                crate::own_files::remove_if_present(target).map_err(|e| StoreError::io(target, e))?;
+            }
+        }
+        // A store folder that is gone was deleted (start over); one that is there but opens
+        // empty was damaged (refuse).
+        let existed = path.exists();
+        let db = Engine::open(&path)?;
+        let mut store = Store {
+            db,
+            created: SystemTime::now(),
+            lifetime: Sums::default(),
+            cost_pass: BTreeMap::new(),
+            counts: IngestCounts::default(),
+            defer_commit_flush: false,
+            record,
+            fold_known: None,
+            _lock: lock,
+        };
+        store.load(&marker, existed)?;
+        Ok(store)
+    }
+
+    /// Delivery's handle on the database (see `delivered.rs`).
+    pub fn delivered_table(&self) -> DeliveredTable {
+        DeliveredTable::new(self.db.clone(), self.defer_commit_flush)
+    }
+
+    /// The attribute sets that exist for the cardinality fold (docs/counting-rules.md,
+    /// "Attributes"): the lifetime's, and every set a backend has been sent or served. A store
+    /// rebuilt from the ledger reads it in another order than it first grew, and would otherwise
+    /// keep other sets than the 1,000 its backend has, and fold some the backend holds.
+    pub fn fold_known(&self) -> &BTreeMap<AttrSet, Totals> {
+        self.fold_known.as_ref().unwrap_or(&self.lifetime.tokens)
+    }
+
+    /// Takes the attribute sets backends have (`delivery/`) into the fold (see
+    /// [`Store::fold_known`]): at open, and when a store made anew takes on the stream of the
+    /// one before.
+    pub fn take_published(&mut self, published: impl IntoIterator<Item = AttrSet>) {
+        let published: Vec<AttrSet> = published
+            .into_iter()
+            .filter(|attrs| !self.lifetime.tokens.contains_key(attrs))
+            .collect();
+        if published.is_empty() {
+            return;
+        }
+        let mut known = self
+            .fold_known
+            .take()
+            .unwrap_or_else(|| self.lifetime.tokens.clone());
+        known.extend(published.into_iter().map(|attrs| (attrs, Totals::default())));
+        self.fold_known = Some(known);
+    }
+
+    pub(super) fn get(&self, key: &[u8]) -> Result<Option<engine::Bytes>, StoreError> {
+        self.db.get(key)
+    }
+
+    /// Writes `batch` atomically, and flushes it unless told to wait for the next flush (see
+    /// [`Store::defer_commit_flush`]); only then does the in-memory view move.
+    pub fn commit(&mut self, batch: Batch) -> Result<(), StoreError> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let mut write = Write::default();
+        partitions::write(&self.db, &mut write, &batch.partitions)?;
+        let lifetime = self
+            .lifetime
+            .after_adding(&batch.series.by_series(&self.lifetime));
+        write.sums(&lifetime, false);
+        let cost_pass = match &batch.pass {
+            Some(pass) => Some(self.write_cost_pass(&mut write, &pass.costed, &pass.progress)?),
+            None => None,
+        };
+        let mut counts = self.counts;
+        counts.add(&batch.counts);
+        write.insert(keys::COUNTS, counts.encode());
+        self.apply_without_flush(write)?;
+        self.write_checkpoints(&batch.checkpoints)?;
+        if !self.defer_commit_flush {
+            self.flush()?;
+        }
+
+        if let Some(known) = &mut self.fold_known {
+            known.extend(
+                lifetime
+                    .tokens
+                    .keys()
+                    .map(|attrs| (attrs.clone(), Totals::default())),
+            );
+        }
+        self.lifetime.overwrite_with(lifetime);
+        if let Some(cost_pass) = cost_pass {
+            self.cost_pass = cost_pass;
+        }
+        self.counts = counts;
+        Ok(())
+    }
+
+    /// Writes the checkpoints of a commit after what it counted, a few hundred to a write. sled
+    /// keeps every version of a node that one write touches until the write ends, so one write of
+    /// thousands of small files' checkpoints cost kilobytes of memory a file (50,000 files of the
+    /// same three days: 262 MB). A checkpoint is a read position, never an identity: one lost
+    /// after the lines it covers were committed makes the file read again from where the last
+    /// one said, and every line read again is a duplicate, never counted twice.
+    fn write_checkpoints(&self, checkpoints: &HashMap<OsString, Checkpoint>) -> Result<(), StoreError> {
+        const PER_WRITE: usize = 256;
+        let all: Vec<(&OsString, &Checkpoint)> = checkpoints.iter().collect();
+        for chunk in all.chunks(PER_WRITE) {
+            let mut write = Write::default();
+            for (name, checkpoint) in chunk {
+                write.insert(keys::checkpoint(name), checkpoint.encode());
+            }
+            self.apply_without_flush(write)?;
+        }
+        Ok(())
+    }
+
+    /// Closes the store at the end of the process without the `fsync` sled makes on drop: what
+    /// has to survive a power cut already did (see `Delivery::begin_export`), and everything
+    /// committed is in the kernel's hands, which a `kill -9` at this point would also leave.
+    /// That `fsync` is half of a short `once`'s wall time.
+    ///
+    /// Only for a process about to exit: sled's threads and the state lock live on until then,
+    /// so no other process can open the store while they might still write.
+    pub fn close_without_fsync(self) -> Result<(), StoreError> {
+        self.flush()?;
+        engine::start_writeback(&self.db.log());
+        let Store { db, _lock, .. } = self;
+        db.leave_open();
+        std::mem::forget(_lock);
+        Ok(())
+    }
+
+    pub(super) fn apply(&self, write: Write) -> Result<(), StoreError> {
+        self.apply_without_flush(write)?;
+        self.flush()
+    }
+
+    pub(super) fn apply_without_flush(&self, write: Write) -> Result<(), StoreError> {
+        self.db.apply(write)
+    }
+
+    pub(super) fn flush(&self) -> Result<(), StoreError> {
+        self.db.flush()
+    }
+
+    /// For a process that ingests once and then ends (`once`): commits stay in sled's buffers
+    /// until the next flush — the export's record, or [`Store::close_without_fsync`] — which then
+    /// writes them all at once instead of one wait per commit. A `kill -9` in between loses
+    /// those commits, and the next run reads the same lines again: nothing is lost or doubled.
+    /// The same goes for what marks an export delivered (see `DeliveredTable::settle`, whose
+    /// handle is taken after this is set), and the writeback of what sled dirtied at open starts at the close rather than before the send.
+    /// Not for `run`, whose `/metrics` serves what is committed.
+    pub fn defer_commit_flush(&mut self) {
+        self.defer_commit_flush = true;
+    }
+
+    /// Lifetime sums per series: everything ever counted.
+    pub fn lifetime(&self) -> &Sums {
+        &self.lifetime
+    }
+
+    /// Token series (attribute sets) known.
+    pub fn series_count(&self) -> usize {
+        self.lifetime.tokens.len()
+    }
+
+    /// Where reading `file` stopped, read from the store when asked: tens of thousands of day
+    /// files' checkpoints held in memory were most of an idle daemon's resident size, and sled's
+    /// cache keeps the ones a poll asks for often. One that cannot be decoded is none: a
+    /// checkpoint is a read position, and the file read again from its start counts nothing twice.
+    pub fn checkpoint(&self, file: &OsString) -> Result<Option<Checkpoint>, StoreError> {
+        Ok(self
+            .get(&keys::checkpoint(file))?
+            .and_then(|bytes| Checkpoint::decode(&bytes)))
+    }
+
+    /// Every file's checkpoint, by name.
+    pub fn checkpoints(&self) -> Result<Vec<(OsString, Checkpoint)>, StoreError> {
+        self.load_by_file(keys::CHECKPOINTS, Checkpoint::decode, "checkpoint")
+    }
+
+    pub fn counts(&self) -> &IngestCounts {
+        &self.counts
+    }
+
+    /// When the store was made, in Unix nanoseconds.
+    pub fn created_ns(&self) -> u64 {
+        self.created
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos() as u64
+    }
+
+    pub fn path(&self) -> &Path {
+        self.db.path()
+    }
+
+    /// Bytes the store takes on disk.
+    pub fn disk_size(&self) -> u64 {
+        self.db.size_on_disk()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    #[test]
+    fn an_open_waits_for_a_just_closed_store_to_let_go_of_sleds_lock() {
+        // sled lets go of its lock a moment after the drop, from a pool thread of its own. Here
+        // the test holds that lock instead, for a while after the next open has begun.
+        let dir = tempfile::tempdir().unwrap();
+        drop(Store::open(dir.path(), false).unwrap());
+        let log = std::fs::File::open(dir.path().join("store").join(engine::SLED_LOG)).unwrap();
+        log.lock().unwrap();
+        let state_lock = dir.path().join("lock");
+        std::fs::remove_file(&state_lock).unwrap();
+        let state_dir = dir.path().to_path_buf();
+        let opener = std::thread::spawn(move || Store::open(&state_dir, false).map(drop));
+        // The opener writes its pid into the state lock once it holds it; sled's open follows.
+        while std::fs::read(&state_lock).map_or(true, |pid| pid.is_empty()) && !opener.is_finished() {
+            std::thread::yield_now();
+        }
+        let watch_until = Instant::now() + Duration::from_millis(200);
+        while !opener.is_finished() && Instant::now() < watch_until {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(!opener.is_finished(), "the open ended while sled's lock was held");
+        drop(log);
+        let opened = opener.join().unwrap();
+        assert!(opened.is_ok(), "{}", opened.unwrap_err());
+    }
+}
