@@ -1,5 +1,6 @@
-//! Names the commit in `--version`: `$REASONIX_EXPORTER_GIT_COMMIT` when set (`cargo xtask dist`
-//! sets it; so can a build from sources without `.git`), else `git rev-parse`, else "unknown".
+//! Names the commit in `--version` and `reasonix_exporter_build_info`: `$REASONIX_EXPORTER_GIT_COMMIT`
+//! when set (`cargo xtask dist` sets it; so can a build from sources without `.git`), else
+//! `git rev-parse`, else "unknown"; and the compiler that built it (`rustc -V`'s version).
 
 use std::process::Command;
 
@@ -17,6 +18,17 @@ fn main() {
         .or_else(git_commit)
         .unwrap_or_else(|| "unknown".into());
     println!("cargo:rustc-env=REASONIX_EXPORTER_COMMIT={}", commit.trim());
+    let rustc = rustc_version().unwrap_or_else(|| "unknown".into());
+    println!("cargo:rustc-env=REASONIX_EXPORTER_RUSTC={rustc}");
+}
+
+/// `1.96.0` of `rustc 1.96.0 (…)`, from the compiler cargo runs (`$RUSTC`).
+fn rustc_version() -> Option<String> {
+    let rustc = std::env::var_os("RUSTC")?;
+    let out = Command::new(rustc).arg("-V").output().ok()?;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let version = text.split_whitespace().nth(1)?;
+    out.status.success().then(|| version.to_string())
 }
 
 fn git_commit() -> Option<String> {

@@ -1,6 +1,7 @@
 //! Every metric the exporter counts, described once: each quantity's names in every output, its
-//! unit, its description and where its increments come from in the ledger; the spend's and the
-//! unpriced requests' names. The decoder's field list (`ledger/key.rs`), the counters
+//! unit, its description and where its increments come from in the ledger; its name in the
+//! OpenTelemetry GenAI conventions' view, where they have one; the spend's and the unpriced
+//! requests' names. The decoder's field list (`ledger/key.rs`), the counters
 //! (`series/totals.rs`), `status`, OTLP, `/metrics` and `history` read them from here.
 
 /// The names of one exported metric in every output: a quantity's ([`Quantity::names`]), the
@@ -42,6 +43,9 @@ pub struct Described {
     pub key: &'static str,
     pub source: Source,
     pub names: MetricNames,
+    /// Its counter in the OpenTelemetry GenAI token-metrics conventions (`export/gen_ai.rs`),
+    /// when they define one.
+    pub gen_ai: Option<MetricNames>,
 }
 
 /// Every quantity, in the order of every output (and of [`Quantity`]). A stored `Totals`
@@ -54,6 +58,11 @@ pub const QUANTITIES: &[Described] = &[
         "reasonix.prompt.tokens",
         "reasonix_prompt_tokens_total",
         "Input tokens, cached and uncached together.",
+        Some(gen_ai(
+            "gen_ai.client.inference.usage.input_tokens",
+            "gen_ai_client_inference_usage_input_tokens_total",
+            "Input tokens, cached tokens included.",
+        )),
     ),
     tokens(
         Quantity::Completion,
@@ -61,6 +70,11 @@ pub const QUANTITIES: &[Described] = &[
         "reasonix.completion.tokens",
         "reasonix_completion_tokens_total",
         "Output tokens, reasoning included.",
+        Some(gen_ai(
+            "gen_ai.client.inference.usage.output_tokens",
+            "gen_ai_client_inference_usage_output_tokens_total",
+            "Output tokens, reasoning tokens included.",
+        )),
     ),
     tokens(
         Quantity::Reasoning,
@@ -68,6 +82,11 @@ pub const QUANTITIES: &[Described] = &[
         "reasonix.reasoning.tokens",
         "reasonix_reasoning_tokens_total",
         "Reasoning tokens, a part of completion tokens.",
+        Some(gen_ai(
+            "gen_ai.client.inference.usage.reasoning.output_tokens",
+            "gen_ai_client_inference_usage_reasoning_output_tokens_total",
+            "Output tokens spent on reasoning, a part of the output tokens.",
+        )),
     ),
     tokens(
         Quantity::CacheHit,
@@ -75,6 +94,11 @@ pub const QUANTITIES: &[Described] = &[
         "reasonix.cache_hit.tokens",
         "reasonix_cache_hit_tokens_total",
         "Input tokens served from the provider's prefix cache.",
+        Some(gen_ai(
+            "gen_ai.client.inference.usage.cache_read.input_tokens",
+            "gen_ai_client_inference_usage_cache_read_input_tokens_total",
+            "Input tokens read from the provider's cache, a part of the input tokens.",
+        )),
     ),
     tokens(
         Quantity::CacheMiss,
@@ -82,6 +106,7 @@ pub const QUANTITIES: &[Described] = &[
         "reasonix.cache_miss.tokens",
         "reasonix_cache_miss_tokens_total",
         "Input tokens not served from the provider's prefix cache.",
+        None,
     ),
     tokens(
         Quantity::Total,
@@ -89,6 +114,7 @@ pub const QUANTITIES: &[Described] = &[
         "reasonix.tokens",
         "reasonix_tokens_total",
         "Total tokens as reported by the provider.",
+        None,
     ),
     Described {
         quantity: Quantity::Requests,
@@ -101,6 +127,7 @@ pub const QUANTITIES: &[Described] = &[
             unit: "{request}",
             description: "Provider requests.",
         },
+        gen_ai: None,
     },
     Described {
         quantity: Quantity::Turns,
@@ -112,6 +139,7 @@ pub const QUANTITIES: &[Described] = &[
             unit: "{turn}",
             description: "Completed agent turns.",
         },
+        gen_ai: None,
     },
 ];
 
@@ -122,6 +150,7 @@ const fn tokens(
     otlp_name: &'static str,
     prom_name: &'static str,
     description: &'static str,
+    gen_ai: Option<MetricNames>,
 ) -> Described {
     Described {
         quantity,
@@ -133,6 +162,18 @@ const fn tokens(
             unit: "{token}",
             description,
         },
+        gen_ai,
+    }
+}
+
+/// A token counter of the GenAI conventions; `prom_name` is how a collector or Prometheus 3
+/// names it.
+const fn gen_ai(otlp_name: &'static str, prom_name: &'static str, description: &'static str) -> MetricNames {
+    MetricNames {
+        otlp_name,
+        prom_name,
+        unit: "{token}",
+        description,
     }
 }
 
@@ -202,6 +243,11 @@ impl Quantity {
 
     pub fn description(self) -> &'static str {
         self.names().description
+    }
+
+    /// Its counter in the GenAI conventions' view, if they define one.
+    pub fn gen_ai(self) -> Option<MetricNames> {
+        self.described().gen_ai
     }
 
     pub const fn index(self) -> usize {

@@ -7,6 +7,7 @@ use clap::Parser;
 use reasonix_exporter::cli::args::{Cli, Command, LogFormat, Options};
 use reasonix_exporter::cli::{self, doctor, generate, history, once, status};
 use reasonix_exporter::daemon;
+use reasonix_exporter::export::web::Web;
 use reasonix_exporter::rules;
 use reasonix_exporter::sandbox;
 use reasonix_exporter::settings::{Settings, process_env};
@@ -42,11 +43,18 @@ fn try_main(cli: Cli) -> anyhow::Result<()> {
     let settings = || Settings::resolve(&cli.options.flags, cli.options.reset_state, &process_env);
     match cli.command.unwrap_or(Command::Run) {
         Command::Run => {
-            let settings = sandboxed(settings()?)?;
-            runtime(true)?.block_on(daemon::run(&settings))
+            let settings = settings()?;
+            // Read before the sandbox, which then lets it read the folders of its files again.
+            let web = match (&settings.web_config, settings.prometheus.value) {
+                (Some(path), Some(_)) => Some(Web::load(path)?),
+                _ => None,
+            };
+            let reads = web.as_ref().map(Web::folders).unwrap_or_default();
+            let settings = sandboxed(settings, &reads)?;
+            runtime(true)?.block_on(daemon::run(&settings, web))
         }
         Command::Once => {
-            let settings = sandboxed(settings()?)?;
+            let settings = sandboxed(settings()?, &[])?;
             runtime(false)?.block_on(once::once(&settings))
         }
         Command::Status { json } => status::status(&settings()?, json),
@@ -91,9 +99,9 @@ fn private_files() {
 }
 
 /// Enters the sandbox (before the runtime starts any thread) and says how that went.
-fn sandboxed(settings: Settings) -> anyhow::Result<Settings> {
+fn sandboxed(settings: Settings, reads: &[std::path::PathBuf]) -> anyhow::Result<Settings> {
     let (stats, state) = (&settings.stats_dir.value, &settings.state_dir.value);
-    let outcome = sandbox::enter(settings.sandbox.value, stats, state)?;
+    let outcome = sandbox::enter(settings.sandbox.value, stats, state, reads)?;
     sandbox::log(&outcome, stats, state);
     Ok(settings)
 }

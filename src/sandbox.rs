@@ -86,9 +86,15 @@ pub enum SandboxError {
     Landlock(String),
 }
 
-/// Enters the sandbox: reads below `stats_dir`, reads and writes below `state_dir` (created if
-/// missing). Must be called before any thread is started.
-pub fn enter(on: bool, stats_dir: &Path, state_dir: &Path) -> Result<Outcome, SandboxError> {
+/// Enters the sandbox: reads below `stats_dir` and `reads` (the web configuration's folders),
+/// reads and writes below `state_dir` (created if missing). Must be called before any thread is
+/// started.
+pub fn enter(
+    on: bool,
+    stats_dir: &Path,
+    state_dir: &Path,
+    reads: &[PathBuf],
+) -> Result<Outcome, SandboxError> {
     if !on {
         return Ok(Outcome::Off);
     }
@@ -99,7 +105,7 @@ pub fn enter(on: bool, stats_dir: &Path, state_dir: &Path) -> Result<Outcome, Sa
         path: state_dir.to_path_buf(),
         error,
     })?;
-    let outcome = restrict(stats_dir, state_dir)?;
+    let outcome = restrict(stats_dir, state_dir, reads)?;
     if matches!(outcome, Outcome::Enforced | Outcome::PartlyEnforced) {
         ENFORCED.store(true, Ordering::Relaxed);
     }
@@ -141,7 +147,7 @@ fn system_reads() -> Vec<PathBuf> {
 }
 
 #[cfg(target_os = "linux")]
-fn restrict(stats_dir: &Path, state_dir: &Path) -> Result<Outcome, SandboxError> {
+fn restrict(stats_dir: &Path, state_dir: &Path, reads: &[PathBuf]) -> Result<Outcome, SandboxError> {
     use landlock::{
         ABI, Access, AccessFs, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, path_beneath_rules,
     };
@@ -156,6 +162,7 @@ fn restrict(stats_dir: &Path, state_dir: &Path) -> Result<Outcome, SandboxError>
         .and_then(|r| r.add_rules(path_beneath_rules([stats_dir], read)))
         .and_then(|r| r.add_rules(path_beneath_rules([state_dir], write)))
         .and_then(|r| r.add_rules(path_beneath_rules(system_reads(), read)))
+        .and_then(|r| r.add_rules(path_beneath_rules(reads, read)))
         .and_then(|r| r.restrict_self())
         .map_err(|e| SandboxError::Landlock(e.to_string()))?;
     Ok(match status.ruleset {
@@ -166,7 +173,7 @@ fn restrict(stats_dir: &Path, state_dir: &Path) -> Result<Outcome, SandboxError>
 }
 
 #[cfg(not(target_os = "linux"))]
-fn restrict(_stats_dir: &Path, _state_dir: &Path) -> Result<Outcome, SandboxError> {
+fn restrict(_stats_dir: &Path, _state_dir: &Path, _reads: &[PathBuf]) -> Result<Outcome, SandboxError> {
     Ok(Outcome::Unsupported)
 }
 

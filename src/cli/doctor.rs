@@ -388,8 +388,27 @@ async fn check_prometheus(settings: &Settings, report: &mut Report) {
     let Some(addr) = settings.prometheus.value else {
         return report.info("Prometheus", "endpoint is off".into());
     };
+    if let Some(path) = &settings.web_config {
+        match crate::export::web::Web::load(path) {
+            Ok(web) => {
+                let tls = web.current().is_ok_and(|active| active.tls.is_some());
+                let scheme = if tls { "TLS" } else { "plain HTTP" };
+                report.ok("web config", format!("{} reads ({scheme})", path.display()));
+            }
+            Err(e) => report.problem(
+                "web config",
+                e.to_string(),
+                "fix the field it names, or leave --web-config out",
+            ),
+        }
+    }
     match tokio::net::TcpListener::bind(addr).await {
         Ok(_) => report.ok("Prometheus", format!("{addr} is free for /metrics")),
+        // Behind TLS or a password, a running exporter cannot be asked without its credentials.
+        Err(_) if settings.web_config.is_some() => report.info(
+            "Prometheus",
+            format!("{addr} is in use: a running reasonix-exporter, or another program"),
+        ),
         Err(e) => {
             if serves_our_metrics(addr).await {
                 report.ok(

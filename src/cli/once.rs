@@ -57,7 +57,13 @@ pub async fn once(settings: &Settings) -> anyhow::Result<()> {
     };
     let naming = &settings.naming;
     let instance = delivery.identity(|| naming.fresh(), &naming.legacy);
-    let mut exporter = OtlpExporter::new(otlp.target.clone(), otlp.temporality, &instance, &otlp.resource)?;
+    let mut exporter = OtlpExporter::new(
+        otlp.target.clone(),
+        otlp.temporality,
+        otlp.gen_ai,
+        &instance,
+        &otlp.resource,
+    )?;
     let report = exporter
         .export(&store, &mut delivery, &self_stats)
         .await

@@ -4,7 +4,7 @@ use anyhow::Context;
 
 use crate::series::{Quantity, Totals};
 use crate::settings::Settings;
-use crate::status_file::{self, StatusJson};
+use crate::status_file::{self, StatusJson, thousands};
 use crate::store::{Store, StoreError};
 
 /// The top-level entry point for `reasonix-exporter status`.
@@ -157,30 +157,4 @@ pub fn cost_pass_left(files: usize) -> String {
     format!(
         "the cost of the lines counted before the upgrade is still to be read from {files} ledger files: the next `once` or `run` adds it"
     )
-}
-
-/// `1234567` → `1,234,567`.
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn thousands_separators() {
-        assert_eq!(thousands(0), "0");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(1000), "1,000");
-        assert_eq!(thousands(1234567), "1,234,567");
-    }
 }

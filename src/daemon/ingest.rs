@@ -100,8 +100,11 @@ impl Daemon {
                 }
                 self.last_poll = report;
                 self.caught_up = true;
+                self.ledger_read = true;
             }
             Err(IngestError::StatsDir { source, .. }) => {
+                // Nothing to read yet: as read as it can be (`/-/ready`).
+                self.ledger_read = true;
                 self.stats_dir.absent(&stats_dir, &source, &self.settings)
             }
             Err(IngestError::Store(e)) => return self.pause(e),

@@ -28,8 +28,10 @@ use tokio::sync::{Notify, watch};
 use crate::delivery::Delivery;
 use crate::events::{self, daemon::Stopped};
 use crate::export::otlp::{ExportError, OtlpExporter};
-use crate::export::prometheus::{self, ScrapeView};
+use crate::export::prometheus::ScrapeView;
 use crate::export::self_metrics::SelfStats;
+use crate::export::server;
+use crate::export::web::Web;
 use crate::ingest::PollReport;
 use crate::settings::Settings;
 use crate::store::Store;
@@ -46,7 +48,8 @@ use store_fault::StoreFault;
 const LAST_EXPORT_BUDGET: Duration = Duration::from_secs(3);
 
 /// The top-level entry point for `reasonix-exporter run`.
-pub async fn run(settings: &Settings) -> anyhow::Result<()> {
+/// `web`: the web configuration of its HTTP server, read before the sandbox was entered.
+pub async fn run(settings: &Settings, web: Option<Web>) -> anyhow::Result<()> {
     // First of all, so that a signal during a long backfill is a graceful stop, not a kill. The
     // signals are watched by a task of their own: a poll in progress sees `stopping` between
     // chunks, and the loop sees `stopped`.
@@ -70,11 +73,21 @@ pub async fn run(settings: &Settings) -> anyhow::Result<()> {
     let mut serving = None;
     let mut listening = None;
     if let Some(addr) = settings.prometheus.value {
-        let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| {
-            format!("cannot listen on {addr} for Prometheus (from {}); choose another address with --prometheus, or --prometheus off", settings.prometheus.origin)
-        })?;
+        let origin = &settings.prometheus.origin;
+        let listener = match tokio::net::TcpListener::bind(addr).await {
+            Ok(listener) => listener,
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => anyhow::bail!(
+                "{addr} is held by another program, so /metrics cannot be served there (prometheus, from {origin}); choose another address with --prometheus ADDR, or --prometheus off"
+            ),
+            Err(e) => {
+                return Err(e).with_context(|| {
+                    format!("cannot listen on {addr} for Prometheus (from {origin}); choose another address with --prometheus ADDR, or --prometheus off")
+                });
+            }
+        };
         let bound = listener.local_addr().unwrap_or(addr);
-        events::export::serving(&bound);
+        let tls = web.as_ref().is_some_and(Web::tls_at_start);
+        events::export::serving(&bound, if tls { "https" } else { "http" });
         serving = Some(bound.to_string());
         listening = Some(listener);
     }
@@ -82,6 +95,7 @@ pub async fn run(settings: &Settings) -> anyhow::Result<()> {
         Some(otlp) => Some(OtlpExporter::new(
             otlp.target.clone(),
             otlp.temporality,
+            otlp.gen_ai,
             &instance,
             &otlp.resource,
         )?),
@@ -93,7 +107,11 @@ pub async fn run(settings: &Settings) -> anyhow::Result<()> {
     // meanwhile waits in the listen queue.)
     daemon.publish();
     if let Some(listener) = listening {
-        tokio::spawn(prometheus::serve(listener, scrape_view_rx));
+        tokio::spawn(server::serve(
+            listener,
+            scrape_view_rx,
+            web.map(std::sync::Arc::new),
+        ));
     }
     daemon.serve(&stopped).await
 }
@@ -127,6 +145,8 @@ struct Daemon {
     exports: Option<Exports>,
     /// The run's first poll of the ledger has ended.
     caught_up: bool,
+    /// The run's first poll has ended, or found no stats folder to read (`/-/ready`).
+    ledger_read: bool,
     last_poll: PollReport,
     /// Set by a stop signal: a poll in progress ends after its current chunk.
     stopping: Arc<AtomicBool>,
@@ -149,6 +169,7 @@ impl Daemon {
             stats_dir: StatsDir::new(),
             exports: exporter.map(|e| Exports::new(e, settings.export_interval.value)),
             caught_up: false,
+            ledger_read: false,
             last_poll: PollReport::default(),
             stopping,
         }
@@ -211,7 +232,7 @@ impl Daemon {
                 store,
                 delivery,
                 self_stats,
-                self.caught_up,
+                (self.caught_up, self.ledger_read),
                 &self.settings.state_dir.value,
             );
         }

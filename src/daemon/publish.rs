@@ -60,8 +60,8 @@ impl Published {
         &mut self,
         store: &Store,
         delivery: &mut Delivery,
-        self_stats: SelfStats,
-        caught_up: bool,
+        mut self_stats: SelfStats,
+        (caught_up, ready): (bool, bool),
         state_dir: &Path,
     ) {
         let started = std::time::Instant::now();
@@ -98,7 +98,6 @@ impl Published {
         // as a reset, and counts the whole history again (docs/counting-rules.md, "Rebuilds").
         let mut lifetime = store.lifetime().clone();
         lifetime.raise_to(&delivery.stream().served);
-        let mut self_stats = self_stats;
         self_stats.counts = self_stats.counts.raised_to(&delivery.stream().served_counts);
         // A moment the scrape view holds the series the stream record lists, and none other: what
         // a series found later is dated after (here, and by the next run).
@@ -130,6 +129,7 @@ impl Published {
             lifetime,
             births: self.births_noted.1.clone(),
             self_stats,
+            ready,
         }));
         if self.serving.is_some() {
             let seconds = started.elapsed().as_secs_f64();

@@ -47,7 +47,14 @@ fn run_daemon(
     };
     let settings = Settings::resolve(&flags, false, &env_of(&[("HOME", "/nowhere")])).unwrap();
     let exporter = settings.otlp.as_ref().map(|otlp| {
-        OtlpExporter::new(otlp.target.clone(), otlp.temporality, "test@host", &otlp.resource).unwrap()
+        OtlpExporter::new(
+            otlp.target.clone(),
+            otlp.temporality,
+            otlp.gen_ai,
+            "test@host",
+            &otlp.resource,
+        )
+        .unwrap()
     });
     let opened = Opened::open(state, false).unwrap();
     let (scrape_views, published) = watch::channel(Arc::new(ScrapeView::default()));
@@ -248,8 +255,14 @@ async fn a_retry_that_comes_due_while_counting_is_paused_is_taken_not_spun_on() 
     .collect();
     let settings = Settings::resolve(&flags, false, &env_of(&[("HOME", "/nowhere")])).unwrap();
     let otlp = settings.otlp.as_ref().unwrap();
-    let exporter =
-        OtlpExporter::new(otlp.target.clone(), otlp.temporality, "test@host", &otlp.resource).unwrap();
+    let exporter = OtlpExporter::new(
+        otlp.target.clone(),
+        otlp.temporality,
+        otlp.gen_ai,
+        "test@host",
+        &otlp.resource,
+    )
+    .unwrap();
     let opened = Opened::open(&state, false).unwrap();
     let (scrape_views, _published) = watch::channel(Arc::new(ScrapeView::default()));
     let stopping = Arc::new(AtomicBool::new(false));

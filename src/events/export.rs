@@ -107,10 +107,19 @@ pub fn shared_instance() {
     );
 }
 
-/// `/metrics` serves on `address`.
-pub fn serving(address: &dyn Display) {
-    tracing::info!(event = "prometheus.serving", address = %address,
-        "serving Prometheus metrics on http://{address}/metrics"
+/// `/metrics` serves on `address`, over `scheme` (`http`, or `https` under a web configuration
+/// with TLS).
+pub fn serving(address: &dyn Display, scheme: &str) {
+    tracing::info!(event = "prometheus.serving", address = %address, scheme,
+        "serving Prometheus metrics on {scheme}://{address}/metrics"
+    );
+}
+
+/// The web configuration read again for a new connection cannot be used: connections are
+/// refused until it is fixed, as the exporter-toolkit refuses them.
+pub fn web_config_refused(error: &dyn Display) {
+    tracing::error!(event = "prometheus.web_config_refused", error = %error,
+        "{error}; connections to /metrics are refused until it is fixed"
     );
 }
 

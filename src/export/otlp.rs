@@ -130,6 +130,8 @@ impl Outgoing {
 pub struct OtlpExporter {
     target: OtlpTarget,
     temporality: Temporality,
+    /// The GenAI conventions' token counters go too (`gen_ai.rs`).
+    gen_ai: bool,
     transport: Transport,
     resource: Resource,
     /// The size requests are cut to; halved when the collector refuses one as too large.
@@ -149,6 +151,7 @@ impl OtlpExporter {
     pub fn new(
         target: OtlpTarget,
         temporality: Temporality,
+        gen_ai: bool,
         instance: &str,
         user_resource: &super::resource::UserResource,
     ) -> Result<OtlpExporter, ExportError> {
@@ -159,6 +162,7 @@ impl OtlpExporter {
         Ok(OtlpExporter {
             target,
             temporality,
+            gen_ai,
             transport,
             resource: super::resource::resource(instance, user_resource),
             max_request_bytes: MAX_REQUEST_BYTES,
@@ -250,6 +254,7 @@ impl OtlpExporter {
             self_stats,
             stream,
             births: born,
+            gen_ai: self.gen_ai,
         };
         let Some((parts, built)) = payload::parts(&self.resource, &contents, self.max_request_bytes) else {
             return Ok(None);

@@ -1,6 +1,7 @@
 //! The OTLP request for a set of counter values: the ten metrics of the README's "Metrics" (eight
 //! token quantities, spend and unpriced requests), one data point per series and quantity with a
-//! value, and the exporter's own metrics.
+//! value, the GenAI conventions' view of the token counters when it is on (`gen_ai.rs`), and the
+//! exporter's own metrics.
 //!
 //! With cumulative temporality every point is the store's lifetime total under the stream's one
 //! start time, and a point below the highest value ever sent for it (its mark, see
@@ -61,6 +62,8 @@ pub struct Contents<'a> {
     /// A birth export: every point of `values` is sent as 0 (and nothing else), so that the
     /// backend holds a zero before a new series' first value (docs/counting-rules.md, "Births").
     pub births: bool,
+    /// The GenAI conventions' view goes too: its points are ours under its names and attributes.
+    pub gen_ai: bool,
 }
 
 /// One request of an export, and the series whose points it carries.
@@ -194,13 +197,24 @@ impl MetricWalk<SumsByKey> for Points<'_, '_> {
         family: &BTreeMap<K, K::Sum>,
     ) -> Result<(), Self::Error> {
         let marks = K::of(&self.contents.stream.marks);
-        let (data_points, held) = data_points(self.contents, family, marks, metric);
+        let ours = |key: &K| attributes(&key.pairs());
+        let (points, held) = data_points(self.contents, family, marks, metric, ours);
         self.held += held;
-        self.points += data_points.len();
-        if !data_points.is_empty() {
-            let temporality = self.contents.temporality;
-            self.metrics
-                .push(sum_metric(metric.names(), data_points, temporality));
+        self.points += points.len();
+        let temporality = self.contents.temporality;
+        if !points.is_empty() {
+            self.metrics.push(sum_metric(metric.names(), points, temporality));
+        }
+        let gen_ai = match metric {
+            series::Metric::Tokens(q) if self.contents.gen_ai => q.gen_ai(),
+            _ => None,
+        };
+        if let Some(names) = gen_ai {
+            let theirs = |key: &K| attributes(&super::gen_ai::attributes(key.attrs()));
+            let (points, _) = data_points(self.contents, family, marks, metric, theirs);
+            if !points.is_empty() {
+                self.metrics.push(sum_metric(names, points, temporality));
+            }
         }
         Ok(())
     }
@@ -215,13 +229,15 @@ fn sent_value(number: Number) -> (u128, number_data_point::Value) {
     }
 }
 
-/// The points of `metric`, zeros left out; and how many were held back (cumulative only: a
-/// value below what was sent before for its series).
+/// The points of `metric`, zeros left out, each with the attributes `attributes_of` gives its
+/// series; and how many were held back (cumulative only: a value below what was sent before for
+/// its series).
 fn data_points<K: FamilyKey>(
     contents: &Contents<'_>,
     values: &BTreeMap<K, K::Sum>,
     marks: &BTreeMap<K, K::Sum>,
     metric: series::Metric,
+    attributes_of: impl Fn(&K) -> Vec<KeyValue>,
 ) -> (Vec<NumberDataPoint>, usize) {
     let value = |sum: &K::Sum| sent_value(metric.number(sum));
     let cumulative = contents.temporality == Temporality::Cumulative;
@@ -243,7 +259,7 @@ fn data_points<K: FamilyKey>(
             continue;
         }
         points.push(NumberDataPoint {
-            attributes: attributes(&key.pairs()),
+            attributes: attributes_of(key),
             start_time_unix_nano: contents.interval.start_ns,
             time_unix_nano: contents.interval.end_ns,
             value: Some(sent),
@@ -342,17 +358,11 @@ fn self_metrics(self_stats: &SelfStats, own: Interval, marks: &BTreeMap<String, 
                             .is_none_or(|mark| *value as u64 >= *mark)
                 })
                 .map(|(reason, value)| NumberDataPoint {
-                    attributes: reason
-                        .map(|r| {
-                            vec![KeyValue {
-                                key: m.label.into(),
-                                key_strindex: 0,
-                                value: Some(AnyValue {
-                                    value: Some(any_value::Value::StringValue(r.into())),
-                                }),
-                            }]
-                        })
-                        .unwrap_or_default(),
+                    attributes: {
+                        let mut pairs = m.constant.to_vec();
+                        pairs.extend(reason.map(|r| (m.label, r)));
+                        attributes(&pairs)
+                    },
                     start_time_unix_nano: own.start_ns,
                     time_unix_nano: own.end_ns,
                     value: Some(match m.kind {

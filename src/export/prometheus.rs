@@ -8,15 +8,11 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::{HeaderMap, header};
 use axum::response::IntoResponse;
-use hyper::server::conn::http1;
-use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::service::TowerToHyperService;
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::watch;
 
 use super::self_metrics::{Kind, SelfStats};
 use crate::series::{FamilyKey, Metric, MetricWalk, Number, Quantity, Sums, SumsByKey, walk_sums};
@@ -32,82 +28,15 @@ pub struct ScrapeView {
     /// growth (docs/counting-rules.md, "Births").
     pub births: Arc<BTreeMap<SeriesId, u64>>,
     pub self_stats: SelfStats,
+    /// The run's first reading of the ledger has ended, or found no stats folder (`/-/ready`).
+    pub ready: bool,
 }
 
 const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 const TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-/// How many clients may be connected at once; more wait in the kernel's accept queue, holding
-/// none of the daemon's descriptors or memory.
-pub const MAX_CONNECTIONS: usize = 64;
-/// A request head must arrive whole within this time; an idle keep-alive connection is closed
-/// after it too (Prometheus reconnects at its next scrape).
-pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
-/// The most a connection buffers of a request (hyper's minimum is 8 KiB); a larger head is
-/// answered with 431 and the connection closed. A scrape request is a few hundred bytes.
-pub const MAX_REQUEST_HEAD: usize = 16 * 1024;
-/// No connection outlives this, however slowly its client reads the response.
-pub const CONNECTION_LIFETIME: Duration = Duration::from_secs(60);
-/// How long accepting pauses when the process is out of descriptors.
-const ACCEPT_PAUSE: Duration = Duration::from_secs(1);
-/// How long accepting must go without running out of descriptors for that to be over.
-const STARVATION_OVER: Duration = Duration::from_secs(30);
-
-/// Serves `/metrics` on `listener` until the task is dropped. Any local user can connect, so
-/// every connection is bounded in number, time and memory, and a failed accept is never fatal:
-/// ingestion and exports go on whatever the clients do.
-pub async fn serve(listener: tokio::net::TcpListener, scrape_views: watch::Receiver<Arc<ScrapeView>>) {
-    let app = axum::Router::new()
-        .route("/metrics", axum::routing::get(metrics))
-        .route(
-            "/",
-            axum::routing::get(|| async { "reasonix-exporter: see /metrics\n" }),
-        )
-        .with_state(scrape_views);
-    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
-    // Accepting fails for want of descriptors.
-    let mut starved = crate::events::Episode::default();
-    loop {
-        let Ok(slot) = slots.clone().acquire_owned().await else {
-            return;
-        };
-        let stream = match listener.accept().await {
-            Ok((stream, _)) => stream,
-            Err(e) if out_of_descriptors(&e) => {
-                if starved.begins() {
-                    crate::events::export::starved(&e, ACCEPT_PAUSE);
-                }
-                tokio::time::sleep(ACCEPT_PAUSE).await;
-                continue;
-            }
-            // A connection that failed before it was accepted (reset, aborted): that client's loss.
-            Err(_) => continue,
-        };
-        // One note per episode: accepts between failures do not end it, a quiet spell does.
-        if starved.ends_after(STARVATION_OVER).is_some() {
-            crate::events::export::accepting();
-        }
-        let service = TowerToHyperService::new(app.clone());
-        tokio::spawn(async move {
-            let _slot = slot;
-            let connection = http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(HEADER_READ_TIMEOUT)
-                .max_buf_size(MAX_REQUEST_HEAD)
-                .serve_connection(TokioIo::new(stream), service);
-            // Errors here are the client's (a timeout, a reset, a head too large): nothing to report.
-            let _ = tokio::time::timeout(CONNECTION_LIFETIME, connection).await;
-        });
-    }
-}
-
-/// EMFILE (this process) or ENFILE (the whole system): the condition passes when descriptors
-/// are freed, so accepting pauses instead of spinning.
-fn out_of_descriptors(e: &std::io::Error) -> bool {
-    matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
-}
-
-async fn metrics(
+/// `/metrics`: the view as OpenMetrics or the classic text format, as the scraper asks.
+pub async fn metrics(
     State(scrape_views): State<watch::Receiver<Arc<ScrapeView>>>,
     headers: HeaderMap,
 ) -> impl IntoResponse {
@@ -175,7 +104,13 @@ pub fn encode(view: &ScrapeView, openmetrics: bool) -> String {
             kind,
         );
         for (reason, value) in &metric.values {
-            let labels = reason.map(|r| labels(&[(metric.label, r)])).unwrap_or_default();
+            let mut pairs = metric.constant.to_vec();
+            pairs.extend(reason.map(|r| (metric.label, r)));
+            let labels = if pairs.is_empty() {
+                String::new()
+            } else {
+                labels(&pairs)
+            };
             let _ = writeln!(out, "{name}{labels} {value}");
         }
     }
@@ -282,6 +217,7 @@ mod tests {
             },
             births: Arc::new(BTreeMap::from([(born, 1_764_500_000_250_000_000)])),
             self_stats: SelfStats::default(),
+            ready: true,
         }
     }
 

@@ -1,7 +1,8 @@
 //! The exporter's own metrics (`reasonix_exporter.*`, README "Metrics"): lines read, duplicate and
 //! rejected (by reason), bytes read, label folds, export failures, files tracked, the last poll's
 //! duration and end, the store's size, and how the last delivery to each sink went (as
-//! node_exporter says of each collector). One definition serves OTLP and Prometheus.
+//! node_exporter says of each collector), and the build (`build_info`, as every Prometheus
+//! exporter has). One definition serves OTLP and Prometheus.
 
 use crate::ledger::decode::Rejection;
 use crate::store::counts::IngestCounts;
@@ -32,7 +33,17 @@ pub struct SelfMetric {
     pub label: &'static str,
     /// `(label value, value)`; the label is `None` for unlabelled metrics.
     pub values: Vec<(Option<&'static str>, f64)>,
+    /// Labels every value carries (`build_info`'s).
+    pub constant: &'static [(&'static str, &'static str)],
 }
+
+/// What `reasonix_exporter_build_info` says: the version, the commit it was built from and the
+/// compiler that built it (build.rs).
+pub const BUILD: [(&str, &str); 3] = [
+    ("version", env!("CARGO_PKG_VERSION")),
+    ("revision", env!("REASONIX_EXPORTER_COMMIT")),
+    ("rustc", env!("REASONIX_EXPORTER_RUSTC")),
+];
 
 /// A backend the daemon delivers to, as the `sink` label names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,6 +99,7 @@ impl SelfStats {
 impl SelfStats {
     pub fn metrics(&self) -> Vec<SelfMetric> {
         let mut metrics = self.counters();
+        metrics.push(build_info());
         metrics.extend(self.gauges());
         metrics
     }
@@ -103,6 +115,7 @@ impl SelfStats {
             kind: Kind::Counter,
             label: "reason",
             values: vec![(None, value as f64)],
+            constant: &[],
         };
         let mut export_failures = counter(
             "reasonix_exporter.export.failures",
@@ -146,6 +159,7 @@ impl SelfStats {
                     .zip(c.rejected)
                     .map(|(why, n)| (Some(why.as_str()), n as f64))
                     .collect(),
+                constant: &[],
             },
             counter(
                 "reasonix_exporter.bytes.read",
@@ -175,6 +189,7 @@ impl SelfStats {
             kind: Kind::Gauge,
             label: "reason",
             values: vec![(None, value)],
+            constant: &[],
         };
         let per_sink = |value: fn(&SinkRun) -> f64| -> Vec<(Option<&'static str>, f64)> {
             let runs = Sink::ALL.iter().zip(&self.sinks);
@@ -234,5 +249,20 @@ impl SelfStats {
                 )
             },
         ]
+    }
+}
+
+/// `build_info`: always 1, what was built as its labels.
+fn build_info() -> SelfMetric {
+    SelfMetric {
+        otlp_name: "reasonix_exporter.build_info",
+        prom_name: "reasonix_exporter_build_info",
+        // Not "1", which the collector's translation names `_ratio`.
+        unit: "{build}",
+        help: "Always 1; the exporter's version, the commit it was built from and the Rust compiler that built it, as labels.",
+        kind: Kind::Gauge,
+        label: "reason",
+        values: vec![(None, 1.0)],
+        constant: &BUILD,
     }
 }

@@ -261,15 +261,45 @@ pub const WATCH: Def = def! {
     example: Some(("\"on\" to react to file events at once (inotify, FSEvents, ReadDirectoryChangesW), or \"off\" to\nfind changes by polling alone, e.g. on network filesystems where events never arrive.", "")),
 };
 
+pub const GEN_AI: Def = def! {
+    key: "gen_ai_conventions",
+    flag: Some(("gen-ai-conventions", "on|off")),
+    vars: &["REASONIX_EXPORTER_GEN_AI_CONVENTIONS"],
+    vars_shown: Some("`REASONIX_EXPORTER_GEN_AI_CONVENTIONS`; `OTEL_SEMCONV_STABILITY_OPT_IN` listing `gen_ai_latest_experimental` turns it on"),
+    in_file: true,
+    value: "off",
+    default: "; `on` also sends the OpenTelemetry GenAI conventions' token counters over OTLP",
+    help: "on to also send the OpenTelemetry GenAI conventions' token counters over OTLP",
+    example: Some(("\"on\" to also send the token counters of the OpenTelemetry GenAI semantic conventions\n(gen_ai.client.inference.usage.*) over OTLP, from the same store and stream as reasonix.*;\nOTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental does the same.", "")),
+};
+
+/// The OpenTelemetry variable that opts into the latest GenAI conventions when it lists
+/// [`GEN_AI_OPT_IN`] (as the conventions name it).
+pub const SEMCONV_OPT_IN: &str = "OTEL_SEMCONV_STABILITY_OPT_IN";
+pub const GEN_AI_OPT_IN: &str = "gen_ai_latest_experimental";
+
 pub const PROMETHEUS: Def = def! {
     key: "prometheus",
     flag: Some(("prometheus", "ADDR|off")),
     vars: &["REASONIX_EXPORTER_PROMETHEUS"],
     in_file: true,
-    value: "127.0.0.1:9464",
+    value: "127.0.0.1:10150",
     default: " (used by `run`)",
     help: "Prometheus listen address, or off",
     example: Some(("Prometheus /metrics listen address, or \"off\".", "")),
+};
+
+pub const WEB_CONFIG: Def = def! {
+    key: "web_config",
+    flag: Some(("web-config", "FILE")),
+    vars: &["REASONIX_EXPORTER_WEB_CONFIG"],
+    in_file: true,
+    default: "none: plain HTTP, no authentication; a file in the Prometheus exporter-toolkit's web configuration format adds TLS, client certificates, basic auth and headers",
+    help: "Prometheus exporter-toolkit web configuration (TLS, basic auth, headers) for run's HTTP server",
+    example: Some((
+        "TLS (client certificates too), basic auth with bcrypt hashes and response headers for run's\nHTTP server, in the Prometheus exporter-toolkit's web configuration format: node_exporter's\nfile works as it is. Read again for every connection: a certificate replaced on disk is served\nwithout a restart. Default: none, plain HTTP.",
+        "/etc/reasonix-exporter/web-config.yml",
+    )),
 };
 
 pub const SANDBOX: Def = def! {
@@ -278,9 +308,9 @@ pub const SANDBOX: Def = def! {
     vars: &["REASONIX_EXPORTER_SANDBOX"],
     in_file: true,
     value: "on",
-    default: ": on Linux, `run` and `once` may read only below the stats folder and write only below the state dir (landlock)",
+    default: ": on Linux, `run` and `once` may read only below the stats folder (and `--web-config`'s folders) and write only below the state dir (landlock)",
     help: "on: on Linux, limit reads to the stats folder and writes to the state dir (landlock)",
-    example: Some(("\"on\" (Linux): run and once may read only below the stats folder and write only below the state\ndir (a landlock sandbox, where the kernel has it). \"off\" to follow a stats folder symlink that\ngets re-pointed elsewhere without a restart.", "")),
+    example: Some(("\"on\" (Linux): run and once may read only below the stats folder (and web_config's folders)\nand write only below the state dir (a landlock sandbox, where the kernel has it). \"off\" to follow a stats folder symlink that\ngets re-pointed elsewhere without a restart.", "")),
 };
 
 pub const LOG_LEVEL: Def = def! {
@@ -309,7 +339,7 @@ pub const RESET_STATE: Def = def! {
 };
 
 /// Every setting, in the order the README and the example config show them.
-pub const SETTINGS: [&Def; 22] = [
+pub const SETTINGS: [&Def; 24] = [
     &STATS_DIR,
     &STATE_DIR,
     &CONFIG,
@@ -324,10 +354,12 @@ pub const SETTINGS: [&Def; 22] = [
     &OTLP_CLIENT_CERTIFICATE,
     &OTLP_CLIENT_KEY,
     &RESOURCE,
+    &GEN_AI,
     &EXPORT_INTERVAL,
     &POLL_INTERVAL,
     &WATCH,
     &PROMETHEUS,
+    &WEB_CONFIG,
     &SANDBOX,
     &LOG_LEVEL,
     &LOG_FORMAT,

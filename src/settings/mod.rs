@@ -21,7 +21,7 @@ use crate::export::transport::OtlpTarget;
 use crate::paths::{Env, Origin, clean_path, clean_setting_path, home_dir, reasonix_stats_dir};
 use catalog::{
     CONFIG, Def, EXPORT_INTERVAL, OTLP, OTLP_CERTIFICATE, OTLP_CLIENT_CERTIFICATE, OTLP_CLIENT_KEY,
-    POLL_INTERVAL, PROMETHEUS, SANDBOX, SDK_DISABLED, SETTINGS, STATE_DIR, STATS_DIR, WATCH,
+    POLL_INTERVAL, PROMETHEUS, SANDBOX, SDK_DISABLED, SETTINGS, STATE_DIR, STATS_DIR, WATCH, WEB_CONFIG,
 };
 pub use error::SettingsError;
 use file::FileConfig;
@@ -48,6 +48,8 @@ pub struct Settings {
     pub watch: Setting<bool>,
     /// `None` when the Prometheus endpoint is off.
     pub prometheus: Setting<Option<SocketAddr>>,
+    /// The web configuration of `run`'s HTTP server, if one is given.
+    pub web_config: Option<PathBuf>,
     /// Whether `run` and `once` enter the landlock sandbox.
     pub sandbox: Setting<bool>,
     pub reset_state: bool,
@@ -64,6 +66,8 @@ pub struct Settings {
 pub struct OtlpSettings {
     pub target: OtlpTarget,
     pub temporality: Temporality,
+    /// Whether the GenAI conventions' token counters go too (`export/gen_ai.rs`).
+    pub gen_ai: bool,
     /// What the user adds to the OTel resource.
     pub resource: UserResource,
 }
@@ -78,7 +82,8 @@ pub fn process_env(name: &str) -> Option<OsString> {
 
 /// The settings whose values are paths: taken as bytes, as given. Every other setting is text,
 /// and a variable that sets one with bytes that are not UTF-8 is an error, never unset.
-const PATH_SETTINGS: [&Def; 6] = [
+const PATH_SETTINGS: [&Def; 7] = [
+    &WEB_CONFIG,
     &STATS_DIR,
     &STATE_DIR,
     &CONFIG,
@@ -94,7 +99,7 @@ fn not_text(env: Env<'_>) -> Option<&'static str> {
         .filter(|def| !PATH_SETTINGS.iter().any(|path| path.key == def.key));
     text_settings
         .flat_map(|def| def.vars.iter().copied())
-        .chain([SDK_DISABLED])
+        .chain([SDK_DISABLED, catalog::SEMCONV_OPT_IN])
         .find(|var| env(var).is_some_and(|value| value.to_str().is_none()))
 }
 
@@ -184,6 +189,7 @@ impl Settings {
         };
         let watch = on_off(&sources, &WATCH)?;
         let prometheus = resolve_prometheus(&sources)?;
+        let web_config = resolve_web_config(&sources)?;
         let sandbox = on_off(&sources, &SANDBOX)?;
         let naming = identity::Naming::new(&state_dir.value, default_state_dir(env).as_deref(), env);
         Ok(Settings {
@@ -196,6 +202,7 @@ impl Settings {
             poll_interval,
             watch,
             prometheus,
+            web_config,
             sandbox,
             reset_state,
             origins: sources.origins.into_inner(),
@@ -363,6 +370,23 @@ fn resolve_export_interval(sources: &Sources<'_>) -> Result<Setting<Duration>, S
     })
 }
 
+/// A path as given, `~` and variables expanded in the config file's.
+fn resolve_web_config(sources: &Sources<'_>) -> Result<Option<PathBuf>, SettingsError> {
+    let Some((raw, origin)) = sources.pick_path(&WEB_CONFIG) else {
+        return Ok(None);
+    };
+    let path = match origin {
+        Origin::ConfigFile => setting_path(&raw, sources.env, WEB_CONFIG.key, &origin)?,
+        _ => Some(PathBuf::from(crate::paths::os_string_of(
+            crate::paths::trim_space(raw.as_encoded_bytes()).to_vec(),
+        ))),
+    };
+    // Absolute, so that the sandbox can name its folder (a bare `web.yml` has an empty one).
+    Ok(path
+        .filter(|p| !p.as_os_str().is_empty())
+        .map(|p| std::path::absolute(&p).unwrap_or(p)))
+}
+
 fn resolve_prometheus(sources: &Sources<'_>) -> Result<Setting<Option<SocketAddr>>, SettingsError> {
     Ok(match sources.pick_or_default(&PROMETHEUS) {
         (raw, origin) if raw.trim() == "off" => Setting { value: None, origin },
@@ -371,7 +395,7 @@ fn resolve_prometheus(sources: &Sources<'_>) -> Result<Setting<Option<SocketAddr
                 what: "prometheus address",
                 value: raw.clone(),
                 from: source_name(&PROMETHEUS, &origin),
-                expected: "write HOST:PORT (e.g. 127.0.0.1:9464) or off",
+                expected: "write HOST:PORT (e.g. 127.0.0.1:10150) or off",
             })?),
             origin,
         },
@@ -447,7 +471,7 @@ mod tests {
         assert!(!otlp.target.gzip);
         assert_eq!(otlp.temporality, Temporality::Cumulative);
         assert_eq!(s.export_interval.value, Duration::from_secs(60));
-        assert_eq!(s.prometheus.value, Some("127.0.0.1:9464".parse().unwrap()));
+        assert_eq!(s.prometheus.value, Some("127.0.0.1:10150".parse().unwrap()));
     }
 
     // Unix: a home from HOME, and Unix paths; Windows finds its profile (tests/shipped/).

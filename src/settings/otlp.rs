@@ -4,11 +4,12 @@
 use std::path::{Path, PathBuf};
 
 use super::catalog::{
-    COMPRESSION, Def, GRPC_ENDPOINT, HEADERS, OTLP_CERTIFICATE, OTLP_CLIENT_CERTIFICATE, OTLP_CLIENT_KEY,
-    OTLP_ENDPOINT, OTLP_PROTOCOL, RESOURCE, TEMPORALITY, TIMEOUT,
+    COMPRESSION, Def, GEN_AI, GEN_AI_OPT_IN, GRPC_ENDPOINT, HEADERS, OTLP_CERTIFICATE,
+    OTLP_CLIENT_CERTIFICATE, OTLP_CLIENT_KEY, OTLP_ENDPOINT, OTLP_PROTOCOL, RESOURCE, SEMCONV_OPT_IN,
+    TEMPORALITY, TIMEOUT,
 };
 use super::values::{MAX_TIMEOUT, parse_millis};
-use super::{OtlpSettings, SettingsError, Sources, setting_path, source_name};
+use super::{OtlpSettings, SettingsError, Sources, on_off, setting_path, source_name};
 use crate::export::payload::Temporality;
 use crate::export::resource::UserResource;
 use crate::export::tls::TlsFiles;
@@ -64,6 +65,7 @@ pub(super) fn resolve(sources: &Sources<'_>) -> Result<OtlpSettings, SettingsErr
         },
     )?;
     let tls = tls_files(sources, &endpoint)?;
+    let gen_ai = gen_ai(sources)?;
     Ok(OtlpSettings {
         target: OtlpTarget {
             protocol,
@@ -74,8 +76,30 @@ pub(super) fn resolve(sources: &Sources<'_>) -> Result<OtlpSettings, SettingsErr
             tls,
         },
         temporality,
+        gen_ai,
         resource,
     })
+}
+
+/// The GenAI conventions' view: our flag or variable; else `OTEL_SEMCONV_STABILITY_OPT_IN`
+/// listing `gen_ai_latest_experimental` (a comma-separated list, as every OTel SDK reads it);
+/// else the config file; else off.
+fn gen_ai(sources: &Sources<'_>) -> Result<bool, SettingsError> {
+    let ours = GEN_AI.flag.and_then(|_| sources.flags.get(GEN_AI.key)).is_some()
+        || GEN_AI.vars.iter().any(|var| (sources.env)(var).is_some());
+    let opted_in = (sources.env)(SEMCONV_OPT_IN).is_some_and(|list| {
+        list.to_string_lossy()
+            .split(',')
+            .any(|entry| entry.trim() == GEN_AI_OPT_IN)
+    });
+    if !ours && opted_in {
+        sources
+            .origins
+            .borrow_mut()
+            .insert(GEN_AI.key, Origin::Env(SEMCONV_OPT_IN));
+        return Ok(true);
+    }
+    Ok(on_off(sources, &GEN_AI)?.value)
 }
 
 /// The resource attributes the user adds: `OTEL_RESOURCE_ATTRIBUTES` (percent-decoded; a bad
