@@ -278,7 +278,48 @@ fn basic_auth_without_tls_asks_for_the_password() {
         "{response}"
     );
     assert!(response.contains("reasonix_prompt_tokens_total"));
+
+    // The file broken while it runs: every request is a 500 and the log says it once; mended,
+    // the password works again, no restart.
+    std::fs::write(&path, "basic_auth_users: [\n").unwrap();
+    assert_eq!(
+        http_get(port, "/metrics", None).as_deref(),
+        Some("Internal Server Error\n")
+    );
+    assert_eq!(
+        http_get(port, "/", None).as_deref(),
+        Some("Internal Server Error\n")
+    );
+    std::fs::write(&path, format!("basic_auth_users:\n  {USER}: {hash}\n")).unwrap();
+    assert_eq!(
+        http_get(port, "/metrics", None).as_deref(),
+        Some("Unauthorized\n")
+    );
+    let log = daemon.log_text();
+    assert_eq!(log.matches("refused until it is fixed").count(), 1, "{log}");
+    assert!(log.contains("web-config.yml"), "{log}");
     drop(daemon);
+}
+
+#[test]
+fn a_tls_web_config_emptied_while_it_runs_never_serves_plain_http() {
+    let fx = Fixture::new();
+    super::ledger(&fx);
+    let dir = folder(fx.root.path(), "web");
+    let pki = Pki::new(&dir);
+    let path = web_config(&dir, &pki);
+    let port = free_port();
+    let daemon = serving(&fx, &path, port);
+    // Half written, then with TLS gone.
+    std::fs::write(&path, "").unwrap();
+    assert_eq!(http_get(port, "/metrics", None), None);
+    std::fs::write(&path, "{}\n").unwrap();
+    assert_eq!(http_get(port, "/metrics", None), None);
+    let client = Some((pki.client_cert.as_path(), pki.client_key.as_path()));
+    assert!(https_get(port, "/metrics", &pki.ca, client, Some((USER, PASSWORD))).is_err());
+    let log = daemon.log_text();
+    assert!(log.contains("is empty (being written?)"), "{log}");
+    assert!(log.contains("TLS was on at start and is off now"), "{log}");
 }
 
 #[test]

@@ -11,6 +11,12 @@ use crate::archive::{Entry, gzip, tar};
 use crate::civil;
 use crate::contents::{self, DESCRIPTION, Docs, MAINTAINER, NAME, Release, SUMMARY};
 
+/// Lintian takes the strings of yaml-rust2 (the web configuration's parser, a pure-Rust port of
+/// libyaml's scanner that keeps its messages) for a copy of the C libyaml: none is linked.
+const LINTIAN_OVERRIDES: &str = "# yaml-rust2, a pure-Rust YAML parser ported from libyaml's design, keeps its messages;\n\
+# no copy of the C library is linked.\n\
+reasonix-exporter: embedded-library libyaml [usr/bin/reasonix-exporter]\n";
+
 pub fn package(arch: &str, binary: &[u8], docs: &Docs, release: &Release, out: &Path) -> Result<PathBuf> {
     let version = format!("{}-1", release.version);
     let doc = format!("usr/share/doc/{NAME}");
@@ -38,6 +44,11 @@ pub fn package(arch: &str, binary: &[u8], docs: &Docs, release: &Release, out: &
             docs.completion("fish"),
         ),
         Entry::new(format!("{doc}/copyright"), 0o644, copyright(release)?),
+        Entry::new(
+            format!("usr/share/lintian/overrides/{NAME}"),
+            0o644,
+            LINTIAN_OVERRIDES.as_bytes(),
+        ),
         Entry::new(
             format!("{doc}/changelog.Debian.gz"),
             0o644,

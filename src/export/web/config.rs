@@ -332,6 +332,10 @@ mod tests {
                 "tls_server_config.cert_filse",
             ),
             (
+                "tls_server_config:\n  cert_file: c\n  key_file: k\n  client_allowed_sans: [a]\n",
+                "tls_server_config.client_allowed_sans",
+            ),
+            (
                 "tls_server_config:\n  key_file: k\n",
                 "tls_server_config.cert_file",
             ),

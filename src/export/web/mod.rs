@@ -120,6 +120,12 @@ impl Web {
         })?;
         let mut guard = self.built.lock().unwrap_or_else(|e| e.into_inner());
         let config = match std::str::from_utf8(&text) {
+            // Read again, an empty file is most likely one being written: never a moment without
+            // the passwords it had.
+            Ok("") if self.tls_at_start.get().is_some() => Err(Invalid {
+                field: String::new(),
+                problem: "is empty (being written?); write {} in it to serve without TLS or passwords".into(),
+            }),
             Ok(text) => config::parse(text, &self.path),
             Err(_) => Err(Invalid {
                 field: String::new(),
@@ -287,6 +293,7 @@ pub async fn guard(web: Arc<Web>, request: Request, next: Next) -> Response {
     let Ok(active) = web.current() else {
         return (StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error\n").into_response();
     };
+    // Before the headers, as the toolkit answers it.
     if !active.admit() {
         return (StatusCode::TOO_MANY_REQUESTS, "Too Many Requests\n").into_response();
     }
