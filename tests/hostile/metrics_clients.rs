@@ -166,8 +166,9 @@ fn running_out_of_descriptors_is_reported_and_passes() {
     let mut model = Model::default();
     ledger(&fx, &mut model, 24, 50);
     let receiver = Receiver::http();
-    // A limit the daemon's own descriptors (about 20) and the 64 connections it serves exceed.
-    let (mut daemon, port) = run_with_descriptor_limit(&fx, &receiver, 40);
+    // A limit the daemon's own descriptors (about 20, a few more while its first poll reads and
+    // its first export connects) and the 64 connections it serves exceed.
+    let (mut daemon, port) = run_with_descriptor_limit(&fx, &receiver, 48);
     let expected = model.expected.totals();
     assert!(
         wait_until(Duration::from_secs(30), || receiver.backend_totals() == expected),
