@@ -7,9 +7,10 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::common::collector::{Collector, MACHINE_OVERRIDES};
+use super::common::model::QUANTITIES;
 use super::common::prom_server::Prometheus;
 use super::common::victoria::VictoriaMetrics;
-use super::common::{self, Fixture, assert_success, free_port, wait_until};
+use super::common::{self, Fixture, PROM_NAMES, assert_success, free_port, wait_until};
 
 /// Each counter of the view, as Prometheus 3 and VictoriaMetrics name it, and the `status`
 /// quantity it carries.
@@ -24,18 +25,6 @@ const VIEW: [(&str, &str); 4] = [
         "gen_ai_client_inference_usage_reasoning_output_tokens_total",
         "reasoning",
     ),
-];
-
-/// Our own counters, as both backends name them, and their `status` quantities.
-const OURS: [(&str, &str); 8] = [
-    ("reasonix_prompt_tokens_total", "prompt"),
-    ("reasonix_completion_tokens_total", "completion"),
-    ("reasonix_reasoning_tokens_total", "reasoning"),
-    ("reasonix_cache_hit_tokens_total", "cache_hit"),
-    ("reasonix_cache_miss_tokens_total", "cache_miss"),
-    ("reasonix_tokens_total", "total"),
-    ("reasonix_requests_total", "requests"),
-    ("reasonix_turns_total", "turns"),
 ];
 
 /// The collector's overrides: OTLP over HTTP to Prometheus 3's and VictoriaMetrics' receivers.
@@ -127,7 +116,7 @@ fn the_gen_ai_view_through_the_collector_equals_the_store() {
                 assert_eq!(labels["gen_ai_request_model"], model, "{name}: {labels}");
             }
             // The stream of our own names is all there beside it, as it is without the view.
-            for (metric, key) in OURS {
+            for (metric, key) in PROM_NAMES.into_iter().zip(QUANTITIES) {
                 let expected = s[key].as_u64().unwrap();
                 if expected == 0 {
                     continue;

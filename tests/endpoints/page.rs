@@ -118,16 +118,7 @@ fn the_page_renders_in_chromium_with_the_numbers_of_status() {
     );
     assert!(dom.contains("href=\"metrics\""), "{dom}");
 
-    let keys = [
-        "prompt",
-        "completion",
-        "reasoning",
-        "cache_hit",
-        "cache_miss",
-        "total",
-        "requests",
-        "turns",
-    ];
+    let keys = common::model::QUANTITIES;
     let series = status["series"].as_array().unwrap();
     let shown = rows(&dom, "series");
     assert_eq!(shown.len(), series.len(), "{dom}");

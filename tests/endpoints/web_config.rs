@@ -112,6 +112,43 @@ fn serving(fx: &Fixture, path: &Path, port: u16) -> Daemon {
     daemon
 }
 
+/// `run` on the test ledger under a web configuration with TLS, client certificates and a
+/// password ([`web_config`]), once it serves; fields drop in order, the daemon first.
+struct UnderTls {
+    daemon: Daemon,
+    port: u16,
+    path: PathBuf,
+    dir: PathBuf,
+    pki: Pki,
+    fx: Fixture,
+}
+
+fn under_tls() -> UnderTls {
+    let fx = Fixture::new();
+    super::ledger(&fx);
+    let dir = folder(fx.root.path(), "web");
+    let pki = Pki::new(&dir);
+    let path = web_config(&dir, &pki);
+    let port = free_port();
+    let daemon = serving(&fx, &path, port);
+    UnderTls {
+        daemon,
+        port,
+        path,
+        dir,
+        pki,
+        fx,
+    }
+}
+
+/// The prompt tokens `status --json` counts, all series together.
+fn prompt_of(fx: &Fixture) -> u64 {
+    common::model::token_totals_of_status(&fx.status())
+        .values()
+        .map(|totals| totals[0])
+        .sum()
+}
+
 /// The sum of `reasonix_prompt_tokens_total` Prometheus has from its scrapes, once it has it.
 fn scraped_prompt(prometheus: &Prometheus, expected: f64) -> Option<f64> {
     let mut last = None;
@@ -132,21 +169,15 @@ fn prometheus_2_and_3_scrape_through_tls_basic_auth_and_client_certificates() {
     let Some(prometheus3) = common::tools::built(test, "REASONIX_PROMETHEUS3", "prometheus3") else {
         return;
     };
-    let fx = Fixture::new();
-    super::ledger(&fx);
-    let dir = fx.root.path().join("web");
-    std::fs::create_dir_all(&dir).unwrap();
-    let pki = Pki::new(&dir);
-    let path = web_config(&dir, &pki);
-    let port = free_port();
-    let daemon = serving(&fx, &path, port);
-    let status = fx.status();
-    let expected: u64 = status["series"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["prompt"].as_u64().unwrap())
-        .sum();
+    let UnderTls {
+        daemon,
+        port,
+        path: _,
+        dir,
+        pki,
+        fx,
+    } = under_tls();
+    let expected = prompt_of(&fx);
     let config = scrape_config(port, &pki);
     for (binary, name) in [(&prometheus2, "Prometheus 2.42"), (&prometheus3, "Prometheus 3")] {
         let prometheus = Prometheus::start_binary(binary, &fx.root.path().join(name), &config, &[], None);
@@ -303,13 +334,15 @@ fn basic_auth_without_tls_asks_for_the_password() {
 
 #[test]
 fn a_tls_web_config_emptied_while_it_runs_never_serves_plain_http() {
-    let fx = Fixture::new();
-    super::ledger(&fx);
-    let dir = folder(fx.root.path(), "web");
-    let pki = Pki::new(&dir);
-    let path = web_config(&dir, &pki);
-    let port = free_port();
-    let daemon = serving(&fx, &path, port);
+    // `fx` bound, so that the folders stay while the test runs.
+    let UnderTls {
+        daemon,
+        port,
+        path,
+        pki,
+        fx: _fx,
+        ..
+    } = under_tls();
     // Half written, then with TLS gone.
     std::fs::write(&path, "").unwrap();
     assert_eq!(http_get(port, "/metrics", None), None);
@@ -332,20 +365,14 @@ fn the_collectors_prometheus_receiver_scrapes_through_tls_basic_auth_and_client_
     if common::tools::installed(test, "prometheus", "prometheus").is_none() {
         return;
     }
-    let fx = Fixture::new();
-    super::ledger(&fx);
-    let dir = folder(fx.root.path(), "web");
-    let pki = Pki::new(&dir);
-    let path = web_config(&dir, &pki);
-    let port = free_port();
-    let daemon = serving(&fx, &path, port);
-    let status = fx.status();
-    let expected: u64 = status["series"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["prompt"].as_u64().unwrap())
-        .sum();
+    let UnderTls {
+        daemon,
+        port,
+        pki,
+        fx,
+        ..
+    } = under_tls();
+    let expected = prompt_of(&fx);
     let prometheus = Prometheus::start_binary(
         Path::new("prometheus"),
         &fx.root.path().join("prometheus"),
