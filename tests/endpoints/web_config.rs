@@ -113,7 +113,7 @@ fn serving(fx: &Fixture, path: &Path, port: u16) -> Daemon {
 }
 
 /// `run` on the test ledger under a web configuration with TLS, client certificates and a
-/// password ([`web_config`]), once it serves; fields drop in order, the daemon first.
+/// password ([`web_config`]), once it has read the ledger (`/-/ready`); fields drop in order, the daemon first.
 struct UnderTls {
     daemon: Daemon,
     port: u16,
@@ -131,6 +131,15 @@ fn under_tls() -> UnderTls {
     let path = web_config(&dir, &pki);
     let port = free_port();
     let daemon = serving(&fx, &path, port);
+    // Served is not yet read: `status` and a scrape agree once the first poll has ended.
+    let client = Some((pki.client_cert.as_path(), pki.client_key.as_path()));
+    let ready = || https_get(port, "/-/ready", &pki.ca, client, Some((USER, PASSWORD)));
+    assert!(
+        wait_until(Duration::from_secs(20), || ready()
+            .is_ok_and(|(code, _)| code == 200)),
+        "{}",
+        daemon.log_text()
+    );
     UnderTls {
         daemon,
         port,
@@ -143,10 +152,12 @@ fn under_tls() -> UnderTls {
 
 /// The prompt tokens `status --json` counts, all series together.
 fn prompt_of(fx: &Fixture) -> u64 {
-    common::model::token_totals_of_status(&fx.status())
+    let prompt = common::model::token_totals_of_status(&fx.status())
         .values()
         .map(|totals| totals[0])
-        .sum()
+        .sum();
+    assert!(prompt > 0, "status has not counted the ledger yet");
+    prompt
 }
 
 /// The sum of `reasonix_prompt_tokens_total` Prometheus has from its scrapes, once it has it.
