@@ -142,7 +142,9 @@ fn an_idle_run_over_50000_counted_day_files_is_small_and_quiet() {
     let fx = Fixture::new();
     many_files_of_the_same_days(&fx, 50_000);
     assert_success(&fx.run(&["once", "--otlp", "off"]));
-    let (daemon, _) = fx.spawn_serving(&[]);
+    let (daemon, port) = fx.spawn_serving(&[]);
+    // Idle from the end of its first reading (a stat of every file) on.
+    assert!(common::wait_ready(port), "{}", daemon.log_text());
     let (share, rss_kib) = idle(&daemon);
     assert!(share <= 0.005, "idle, it used {:.2} % of a core", share * 100.0);
     let grown_mib = rss_kib.saturating_sub(base_kib) as f64 / 1024.0;

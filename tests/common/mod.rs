@@ -290,6 +290,14 @@ impl Fixture {
     }
 }
 
+/// Waits until the `run` serving on `port` has ended its first reading of the ledger
+/// (`/-/ready`): from then on `status` and a scrape hold what the ledger held at its start.
+pub fn wait_ready(port: u16) -> bool {
+    wait_until(std::time::Duration::from_secs(30), || {
+        http_get(port, "/-/ready", None).as_deref() == Some("reasonix-exporter is Ready.\n")
+    })
+}
+
 impl Daemon {
     /// Whether the process has not exited.
     pub fn is_running(&mut self) -> bool {

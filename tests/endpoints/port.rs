@@ -26,7 +26,7 @@ fn run_on_its_defaults_serves_beside_a_process_holding_9464() {
     let mut daemon = fx.spawn(&["--otlp", "off"]);
     let served = wait_until(Duration::from_secs(20), || {
         http_get(DEFAULT_PORT, "/metrics", None)
-            .is_some_and(|body| body.contains("reasonix_prompt_tokens_total"))
+            .is_some_and(|body| body.contains("reasonix_prompt_tokens_total{"))
     });
     assert!(daemon.is_running(), "run stopped: {}", daemon.log_text());
     let (status, _, log) = daemon.terminate();

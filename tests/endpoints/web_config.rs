@@ -307,19 +307,29 @@ fn basic_auth_without_tls_asks_for_the_password() {
         Some("Unauthorized\n")
     );
     let token = base64::engine::general_purpose::STANDARD.encode(format!("{USER}:{PASSWORD}"));
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(
-        stream,
-        "GET /metrics HTTP/1.0\r\nAuthorization: Basic {token}\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
+    let with_password = || {
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        write!(
+            stream,
+            "GET /metrics HTTP/1.0\r\nAuthorization: Basic {token}\r\n\r\n"
+        )
+        .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        response
+    };
+    let response = with_password();
     assert!(
         response.starts_with("HTTP/1.0 200") || response.starts_with("HTTP/1.1 200"),
         "{response}"
     );
-    assert!(response.contains("reasonix_prompt_tokens_total"));
+    // The counters themselves once the ledger is read, not only their headers.
+    assert!(
+        wait_until(Duration::from_secs(20), || with_password()
+            .contains("reasonix_prompt_tokens_total{")),
+        "{}",
+        with_password()
+    );
 
     // The file broken while it runs: every request is a 500 and the log says it once; mended,
     // the password works again, no restart.
