@@ -8,10 +8,11 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::before_cost::{self, Upgrade};
+use common::files::copy_tree;
 use common::generator::{Generator, Rng, days};
 use common::model::Model;
 use common::receiver::Receiver;
-use common::{Fixture, assert_success, copy_tree};
+use common::{Fixture, assert_success};
 
 fn kill_runs_then_finish(receiver: Receiver, seed: u64) {
     let fx = Fixture::new();

@@ -5,9 +5,11 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{BIN, assert_success, copy_tree};
+use common::files::copy_tree;
+use common::{BIN, assert_success};
 use reasonix_exporter::daemon::read_ledger;
 use reasonix_exporter::ingest::list;
+use reasonix_exporter::ledger::tail::FullCheck;
 
 fn run(stats: &Path, state: &Path, args: &[&str]) -> std::process::Output {
     let out = std::process::Command::new(BIN)
@@ -203,7 +205,6 @@ fn a_store_from_before_widths_is_upgraded_with_its_totals_and_deliveries() {
 fn the_cost_pass_resumes_after_a_kill_and_adds_each_cost_once() {
     use reasonix_exporter::status_file::StatusJson;
     use reasonix_exporter::store::Store;
-    use std::sync::atomic::AtomicBool;
 
     let Upgrade {
         work,
@@ -216,18 +217,30 @@ fn the_cost_pass_resumes_after_a_kill_and_adds_each_cost_once() {
     let mut store = Store::open(&state, false).unwrap();
     let regions = store.cost_pass().len();
     assert!(regions > 1, "the committed store has several files to pass over");
-    read_ledger(&mut store, list(&stats), &AtomicBool::new(true)).unwrap();
+    read(&mut store, &stats, Stop::AfterOneFile);
     assert_eq!(store.cost_pass().len(), regions - 1, "stopped after one file");
     copy_tree(&state, &killed);
     drop(store);
 
     let mut store = Store::open(&killed, false).unwrap();
-    read_ledger(&mut store, list(&stats), &AtomicBool::new(false)).unwrap();
+    read(&mut store, &stats, Stop::Never);
     assert!(store.cost_pass().is_empty(), "the pass is over");
     let got = serde_json::to_value(StatusJson::of(store.lifetime(), store.counts())).unwrap();
     assert_eq!(got["cost"], want["cost"]);
     assert_eq!(got["unpriced"], want["unpriced"]);
     assert_eq!(got["series"], want["series"]);
+}
+
+/// Whether a reading stops after its first file (as a signal stops it) or goes to the end.
+enum Stop {
+    AfterOneFile,
+    Never,
+}
+
+/// `once`'s reading of the ledger under `stats` into `store`.
+fn read(store: &mut reasonix_exporter::store::Store, stats: &Path, stop: Stop) {
+    let stop = std::sync::atomic::AtomicBool::new(matches!(stop, Stop::AfterOneFile));
+    read_ledger(store, list(stats), &stop, FullCheck::WhenDue).unwrap();
 }
 
 /// A ledger file rewritten in place (same inode) before the cost pass reads it: the pass skips the
@@ -236,7 +249,6 @@ fn the_cost_pass_resumes_after_a_kill_and_adds_each_cost_once() {
 fn a_new_line_in_a_file_the_cost_pass_has_still_to_read_is_priced_once() {
     use reasonix_exporter::status_file::StatusJson;
     use reasonix_exporter::store::Store;
-    use std::sync::atomic::AtomicBool;
 
     let Upgrade {
         work: _work,
@@ -252,13 +264,13 @@ fn a_new_line_in_a_file_the_cost_pass_has_still_to_read_is_priced_once() {
 
     let mut store = Store::open(&state, false).unwrap();
     // Stopped after the pass's first file.
-    read_ledger(&mut store, list(&stats), &AtomicBool::new(true)).unwrap();
+    read(&mut store, &stats, Stop::AfterOneFile);
     assert_eq!(
         store.cost_pass().len(),
         1,
         "the rewritten file is still to be passed over"
     );
-    read_ledger(&mut store, list(&stats), &AtomicBool::new(false)).unwrap();
+    read(&mut store, &stats, Stop::Never);
     assert!(store.cost_pass().is_empty());
     let got = serde_json::to_value(StatusJson::of(store.lifetime(), store.counts())).unwrap();
     let mut cost = got["cost"].as_array().unwrap().clone();

@@ -179,7 +179,7 @@ fn a_store_restored_from_a_backup_serves_no_birth_after_what_was_scraped() {
     let (daemon, _) = fx.spawn_serving(&[]);
     daemon.terminate();
     let backup = fx.root.path().join("backup");
-    common::copy_tree(&fx.state, &backup);
+    common::files::copy_tree(&fx.state, &backup);
 
     let (daemon, port) = fx.spawn_serving(&["--poll-interval", "100ms"]);
     fx.append_lines("2026-11-30.jsonl", &[&line("kimi-k2", 1)]);
@@ -197,7 +197,7 @@ fn a_store_restored_from_a_backup_serves_no_birth_after_what_was_scraped() {
     daemon.terminate();
 
     std::fs::remove_dir_all(&fx.state).unwrap();
-    common::copy_tree(&backup, &fx.state);
+    common::files::copy_tree(&backup, &fx.state);
     let (daemon, port) = fx.spawn_serving(&[]);
     let again = first_created_of(port, "kimi-k2");
     assert!(

@@ -10,6 +10,7 @@ use std::time::{Duration, SystemTime};
 
 use common::{Fixture, assert_success};
 use reasonix_exporter::ingest;
+use reasonix_exporter::ledger::tail::FullCheck;
 use reasonix_exporter::store::Store;
 
 /// `n` lines of one length, told apart by `first_digit` and their number.
@@ -62,7 +63,8 @@ fn a_file_gone_between_the_listing_and_the_open_is_not_unreadable() {
     let listing = ingest::list(&fx.stats);
     // A sync tool's temporary file, or a file renamed away, after it was listed.
     std::fs::remove_file(fx.path("2026-08-02.jsonl")).unwrap();
-    let report = ingest::poll_listed(&mut store, listing, &AtomicBool::new(false)).unwrap();
+    let report =
+        ingest::poll_listed(&mut store, listing, &AtomicBool::new(false), FullCheck::WhenDue).unwrap();
     assert_eq!(
         report.files_failed, 0,
         "gone is not unreadable: {:?}",

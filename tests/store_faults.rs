@@ -5,10 +5,11 @@
 
 mod common;
 
+use common::Fixture;
+use common::files::copy_tree;
 use common::generator::Generator;
 use common::model::Model;
 use common::receiver::Receiver;
-use common::{Fixture, copy_tree};
 
 /// Appends `lines` generated lines to `day`'s file, and to the model.
 fn add_day(fx: &Fixture, model: &mut Model, generator: &mut Generator, day: &str, lines: usize) {

@@ -31,7 +31,12 @@ pub async fn once(settings: &Settings) -> anyhow::Result<()> {
         Err(_) => ingest::list(stats_dir),
     };
     let mut self_stats = SelfStats::default();
-    match crate::daemon::read_ledger(&mut store, listing, &AtomicBool::new(false)) {
+    match crate::daemon::read_ledger(
+        &mut store,
+        listing,
+        &AtomicBool::new(false),
+        crate::ledger::tail::FullCheck::WhenDue,
+    ) {
         Ok(report) => {
             self_stats = SelfStats {
                 counts: report.counts,

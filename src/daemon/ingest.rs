@@ -10,6 +10,7 @@ use super::Daemon;
 use super::stats_dir::{Listed, warn_unreadable};
 use crate::events::ledger::{self as events, Lines, Reader};
 use crate::ingest::{self, IngestError, Listing, PollReport};
+use crate::ledger::tail::FullCheck;
 use crate::store::{Store, StoreError};
 
 /// One full reading of the ledger, `run`'s and `once`'s: while an upgraded store's cost pass is
@@ -20,6 +21,7 @@ pub fn read_ledger(
     store: &mut Store,
     listing: Listing,
     stop: &AtomicBool,
+    full_check: FullCheck,
 ) -> Result<PollReport, IngestError> {
     let started = Instant::now();
     let before = *store.counts();
@@ -28,7 +30,7 @@ pub fn read_ledger(
     {
         crate::upgrade::cost_pass(store, files, stop)?;
     }
-    let mut report = ingest::poll_listed(store, listing, stop)?;
+    let mut report = ingest::poll_listed(store, listing, stop, full_check)?;
     report.counts = store.counts().since(&before);
     report.elapsed = started.elapsed();
     Ok(report)
@@ -54,9 +56,10 @@ impl Daemon {
         let quick = self
             .stats_dir
             .quick_poll(&stats_dir, dir_mtime, store.cost_pass().is_empty());
+        let (stop, full_check) = (&self.stopping, FullCheck::InBackground);
         let mut poll = || match &quick {
-            Some(recent) => ingest::poll_recent(store, recent, &self.stopping),
-            None => read_ledger(store, ingest::list(&stats_dir), &self.stopping),
+            Some(recent) => ingest::poll_recent(store, recent, stop),
+            None => read_ledger(store, ingest::list(&stats_dir), stop, full_check),
         };
         // `run`'s runtime has two workers, and a poll blocks one of them; a single-threaded runtime
         // (the paused-clock tests) has nothing else to run meanwhile.
@@ -109,7 +112,23 @@ impl Daemon {
             }
             Err(IngestError::Store(e)) => return self.pause(e),
         }
+        self.verify_in_background(&stats_dir)?;
         self.publish();
+        Ok(())
+    }
+
+    /// Applies what the full verifications found, and hands over the next file due
+    /// (`ingest/verify.rs`).
+    fn verify_in_background(&mut self, stats_dir: &std::path::Path) -> anyhow::Result<()> {
+        let (Some(verifier), Some(super::Opened { store, .. })) =
+            (self.verifier.as_mut(), self.opened.as_mut())
+        else {
+            return Ok(());
+        };
+        match verifier.tend(store, stats_dir) {
+            Ok(changed) => changed.iter().for_each(|name| events::rewritten(name)),
+            Err(e) => return self.pause(e),
+        }
         Ok(())
     }
 }

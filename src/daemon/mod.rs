@@ -33,6 +33,7 @@ use crate::export::self_metrics::SelfStats;
 use crate::export::server;
 use crate::export::web::Web;
 use crate::ingest::PollReport;
+use crate::ingest::verify::Verifier;
 use crate::settings::Settings;
 use crate::store::Store;
 use exports::{Exports, join, sleep_until};
@@ -148,6 +149,8 @@ struct Daemon {
     /// The run's first poll has ended, or found no stats folder to read (`/-/ready`).
     ledger_read: bool,
     last_poll: PollReport,
+    /// The full verifications of growing files' checkpoints (`None`: no thread could start).
+    verifier: Option<Verifier>,
     /// Set by a stop signal: a poll in progress ends after its current chunk.
     stopping: Arc<AtomicBool>,
 }
@@ -171,6 +174,7 @@ impl Daemon {
             caught_up: false,
             ledger_read: false,
             last_poll: PollReport::default(),
+            verifier: Verifier::start().ok(),
             stopping,
         }
     }

@@ -3,9 +3,10 @@
 //! noted once, when the stream first goes out.
 
 use super::Delivery;
+use crate::ledger::checkpoint::Chain;
 use crate::series::Sums;
 use crate::store::counts::IngestCounts;
-use crate::store::history::{self, FrontierFile, HistoryFrontier};
+use crate::store::history::{self, FrontierChain, FrontierFile, HistoryFrontier};
 use crate::store::stream::{self, StreamRecord};
 use crate::store::{Store, StoreError};
 
@@ -47,6 +48,10 @@ impl Delivery {
                 name: name.as_encoded_bytes().to_vec(),
                 offset: checkpoint.offset,
                 prefix_hash: checkpoint.prefix.hash,
+                chain: match checkpoint.prefix.chain {
+                    Chain::Streamed => FrontierChain::Streamed,
+                    Chain::Blocks { .. } => FrontierChain::Blocks,
+                },
             })
             .collect();
         files.sort_by(|a, b| a.name.cmp(&b.name));

@@ -91,6 +91,15 @@ pub fn unreadable(failed: usize, first: &OsStr, cause: &str, reader: Reader, hin
     );
 }
 
+/// A full verification found bytes of `name` that were read before changed (a rewrite in the
+/// middle, then an append): it is read again from its start, and its changed lines count then.
+pub fn rewritten(name: &OsStr) {
+    let file = super::file_name(name);
+    tracing::warn!(event = "ledger.rewritten", file = %file,
+        "ledger file {file} was changed before its end since it was read; reading it again from its start (its unchanged lines are not counted twice)"
+    );
+}
+
 /// Every ledger file can be read again.
 pub fn readable() {
     tracing::info!(event = "ledger.readable", "every ledger file can be read again");

@@ -17,7 +17,7 @@ use crate::ledger::quote::Amount;
 use crate::ledger::tail::{self, CHUNK};
 use crate::series::cost::{CostSeries, UnpricedSeries};
 use crate::series::{AttrSet, Part, QuickHash, SeriesDeltas, Sums, Totals};
-use crate::store::history::{FrontierFile, HistoryFrontier};
+use crate::store::history::{FrontierChain, FrontierFile, HistoryFrontier};
 use crate::store::seen::LineHash;
 
 /// Each series' growth in one block, as `(grid point, delta)` in the order read.
@@ -223,7 +223,11 @@ fn read_region(path: &Path, file: &FrontierFile, mut each: impl FnMut(&[u8])) ->
         }
     }
     let checkpoint = tail.checkpoint()?;
-    Ok(checkpoint.offset == file.offset && checkpoint.prefix.hash == file.prefix_hash)
+    let hash = match file.chain {
+        FrontierChain::Blocks => Some(checkpoint.prefix.hash),
+        FrontierChain::Streamed => tail.streamed_hash(),
+    };
+    Ok(checkpoint.offset == file.offset && hash == Some(file.prefix_hash))
 }
 
 /// The lines of one grid point being added up (lines come in time order, mostly).
@@ -261,6 +265,7 @@ mod tests {
                     name: name.as_bytes().to_vec(),
                     offset: bytes.len() as u64,
                     prefix_hash: xxh3_64(&bytes),
+                    chain: FrontierChain::Streamed,
                 }
             })
             .collect();

@@ -6,6 +6,7 @@
 //! cost reads its cost pass first, as a phase of its own: `daemon::read_ledger`.)
 
 mod parallel;
+pub mod verify;
 
 use std::io::ErrorKind;
 use std::path::Path;
@@ -14,7 +15,7 @@ use std::time::Instant;
 
 use crate::ledger::decode::Decoded;
 use crate::ledger::discover::{LedgerFile, ledger_files};
-use crate::ledger::tail;
+use crate::ledger::tail::{self, FullCheck};
 use crate::ledger::timestamp::unix_ms_of_rfc3339;
 use crate::series::Part;
 use crate::store::counts::IngestCounts;
@@ -101,7 +102,12 @@ fn recent_of(files: Vec<LedgerFile>, now_ns: i64) -> Vec<LedgerFile> {
 /// Reads everything new under `stats_dir` into `store` (an upgraded store's cost pass is left to
 /// `daemon::read_ledger`, which `run` and `once` use).
 pub fn poll(store: &mut Store, stats_dir: &Path) -> Result<PollReport, IngestError> {
-    poll_listed(store, list(stats_dir), &AtomicBool::new(false))
+    poll_listed(
+        store,
+        list(stats_dir),
+        &AtomicBool::new(false),
+        FullCheck::WhenDue,
+    )
 }
 
 /// [`poll_listed`] over `recent` alone, each `stat`ed again: what `run` does between full polls
@@ -127,7 +133,7 @@ pub fn poll_recent(
         files: Ok(files),
         elapsed: started.elapsed(),
     };
-    poll_listed(store, listing, stop)
+    poll_listed(store, listing, stop, FullCheck::InBackground)
 }
 
 /// The ledger's files, for [`poll_listed`]: a listing is a `stat` per file and needs no store,
@@ -160,11 +166,13 @@ impl Listing {
 
 /// Reads everything new in `listing`'s files into `store`, or what it can before `stop` is set
 /// (with what was read so far committed: a signal during a backfill of millions of lines ends it
-/// within one chunk).
+/// within one chunk). A growing file's prefix is verified in full where that is due, or left to
+/// the background ([`FullCheck`]).
 pub fn poll_listed(
     store: &mut Store,
     listing: Listing,
     stop: &AtomicBool,
+    full_check: FullCheck,
 ) -> Result<PollReport, IngestError> {
     let started = Instant::now();
     let files = listing.files?;
@@ -177,7 +185,7 @@ pub fn poll_listed(
     let mut batch = Batch::default();
     let mut buf = Vec::new();
     for file in &files {
-        match read_file(store, &mut batch, &mut buf, file, stop)? {
+        match read_file(store, &mut batch, &mut buf, file, (stop, full_check))? {
             FileOutcome::Idle => {}
             FileOutcome::Read => report.files_read += 1,
             // Gone between the listing and the open (renamed, deleted, a sync tool's temporary
@@ -230,11 +238,11 @@ fn read_file(
     batch: &mut Batch,
     buf: &mut Vec<u8>,
     file: &LedgerFile,
-    stop: &AtomicBool,
+    (stop, full_check): (&AtomicBool, FullCheck),
 ) -> Result<FileOutcome, StoreError> {
     let stat = file.stat;
     let checkpoint = store.checkpoint(&file.name)?;
-    let mut tail = match tail::open(&file.path, &stat, checkpoint.as_ref()) {
+    let mut tail = match tail::open(&file.path, &stat, checkpoint.as_ref(), full_check) {
         Ok(Some(tail)) => tail,
         Ok(None) => return Ok(FileOutcome::Idle),
         Err(e) => return Ok(FileOutcome::Failed((e.kind(), e.to_string()))),

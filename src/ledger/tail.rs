@@ -11,7 +11,7 @@ use std::path::Path;
 
 use xxhash_rust::xxh3::Xxh3;
 
-use super::checkpoint::{Checkpoint, FileStat, Plan};
+use super::checkpoint::{BlockChain, Checkpoint, FileStat, Plan, Verified};
 use super::decode::Rejection;
 
 /// How much is read per system call: large enough that syscalls vanish from the profile of a
@@ -38,7 +38,11 @@ pub struct Tail {
     /// The bytes after the last `\n`, waiting for theirs.
     pending: Vec<u8>,
     /// Every byte consumed, from the start of the file: the checkpoint's fingerprint.
-    prefix: Xxh3,
+    prefix: Prefix,
+    /// The last full verification of what is consumed: carried on from the checkpoint, or now
+    /// for a reading from the start (`len` then follows what it consumes).
+    verified: Verified,
+    from_start: bool,
     /// A line too long to hold, streaming by.
     skipping: Option<Skipping>,
     /// Skipped lines whose `\n` came, for the caller to count: the xxh3-128 of each (without
@@ -55,7 +59,7 @@ struct Skipping {
     /// The last byte fed was a `\r`, held back: one before the `\n` is not part of the identity.
     held_cr: bool,
     /// `Tail::prefix` at the line's start: the fingerprint while the line is not consumed.
-    prefix_at_start: Xxh3,
+    prefix_at_start: Prefix,
 }
 
 impl Skipping {
@@ -77,41 +81,102 @@ impl Skipping {
     }
 }
 
+/// How a growing file's checkpoint is trusted: verified in full here once that is due, as
+/// `once` does, or with the full verification left to the background, as `run` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FullCheck {
+    WhenDue,
+    InBackground,
+}
+
 /// Opens `path` for reading new lines, or `None` when, by its checkpoint, nothing changed.
 ///
 /// The file is opened read-only (and, where the kernel allows it, without updating its access
 /// time): the ledger is Reasonix's, we only look.
-pub fn open(path: &Path, stat: &FileStat, checkpoint: Option<&Checkpoint>) -> io::Result<Option<Tail>> {
-    if Checkpoint::plan(checkpoint, stat) == Plan::Idle {
+pub fn open(
+    path: &Path,
+    stat: &FileStat,
+    checkpoint: Option<&Checkpoint>,
+    full_check: FullCheck,
+) -> io::Result<Option<Tail>> {
+    let now_ns = super::now_ns();
+    // Unchanged since it was read, but grown since its last full verification, which is more
+    // than an hour old: `once` verifies it now (a rewrite in the middle, then an append, that
+    // an earlier poll took for growth).
+    let due = |cp: &Checkpoint| full_check == FullCheck::WhenDue && cp.due_in_background(now_ns);
+    if Checkpoint::plan(checkpoint, stat) == Plan::Idle && !checkpoint.is_some_and(due) {
         return Ok(None);
     }
     let mut file = open_read_only(path)?;
     // The open file is the truth: the path may have been replaced since the directory scan.
     let stat = FileStat::of(&file.metadata()?);
-    let (start, prefix) = match (Checkpoint::plan(checkpoint, &stat), checkpoint) {
-        (Plan::Idle, _) => return Ok(None),
-        (Plan::Resume { offset }, Some(cp)) => match cp.verify(&file)? {
-            Some(prefix) => (offset, prefix),
-            None => (0, Xxh3::new()),
+    let from_start = (
+        0,
+        BlockChain::default(),
+        Verified {
+            at_ns: now_ns,
+            len: 0,
         },
-        _ => (0, Xxh3::new()),
+    );
+    let plan = match (Checkpoint::plan(checkpoint, &stat), checkpoint) {
+        (Plan::Idle, Some(cp)) if due(cp) => Plan::Resume { offset: cp.offset },
+        (plan, _) => plan,
+    };
+    let (start, prefix, verified) = match (plan, checkpoint) {
+        (Plan::Idle, _) => return Ok(None),
+        (Plan::Resume { offset }, Some(cp)) => {
+            let now = (full_check == FullCheck::WhenDue).then_some(now_ns);
+            match cp.resume(&file, now)? {
+                Some(resumed) => (offset, resumed.prefix, resumed.verified),
+                None => from_start,
+            }
+        }
+        _ => from_start,
     };
     file.seek(SeekFrom::Start(start))?;
-    Ok(Some(Tail::at(file, stat, start, u64::MAX, prefix)))
+    let prefix = Prefix {
+        blocks: prefix,
+        streamed: None,
+    };
+    let mut tail = Tail::at(file, stat, start, u64::MAX, prefix);
+    tail.verified = verified;
+    tail.from_start = start == 0;
+    Ok(Some(tail))
 }
 
 /// Opens `path` to read again its bytes `[from, to)`, consumed once already (an upgrade reading
-/// what an older store had read): no checkpoint to trust, nothing read past `to`, and no
-/// fingerprint that matters.
+/// what an older store had read, `history` what its frontier holds): no checkpoint to trust and
+/// nothing read past `to`. The fingerprint is also made in one stream, as checkpoints were
+/// before blocks ([`Tail::streamed_hash`]).
 pub fn open_region(path: &Path, from: u64, to: u64) -> io::Result<Tail> {
     let mut file = open_read_only(path)?;
     let stat = FileStat::of(&file.metadata()?);
     file.seek(SeekFrom::Start(from))?;
-    Ok(Tail::at(file, stat, from, to, Xxh3::new()))
+    let prefix = Prefix {
+        blocks: BlockChain::default(),
+        streamed: Some(Xxh3::new()),
+    };
+    Ok(Tail::at(file, stat, from, to, prefix))
+}
+
+/// The fingerprint of what is consumed, by blocks, and in one stream where asked.
+#[derive(Clone)]
+struct Prefix {
+    blocks: BlockChain,
+    streamed: Option<Xxh3>,
+}
+
+impl Prefix {
+    fn update(&mut self, bytes: &[u8]) {
+        self.blocks.update(bytes);
+        if let Some(streamed) = &mut self.streamed {
+            streamed.update(bytes);
+        }
+    }
 }
 
 impl Tail {
-    fn at(file: File, stat: FileStat, start: u64, end: u64, prefix: Xxh3) -> Tail {
+    fn at(file: File, stat: FileStat, start: u64, end: u64, prefix: Prefix) -> Tail {
         Tail {
             file,
             stat,
@@ -120,6 +185,8 @@ impl Tail {
             end,
             pending: Vec::new(),
             prefix,
+            verified: Verified::default(),
+            from_start: false,
             skipping: None,
             skipped: Vec::new(),
         }
@@ -213,11 +280,36 @@ impl Tail {
             ctime_ns: now.ctime_ns,
             ..self.stat
         };
-        let prefix = match &self.skipping {
-            Some(skipping) => skipping.prefix_at_start.digest(),
-            None => self.prefix.digest(),
+        let prefix = self.consumed_prefix();
+        let verified = if self.from_start {
+            Verified {
+                len: self.consumed,
+                ..self.verified
+            }
+        } else {
+            self.verified
         };
-        Ok(Checkpoint::take(stat, self.consumed, prefix, self.read))
+        Ok(Checkpoint::take(
+            stat,
+            self.consumed,
+            &prefix.blocks,
+            self.read,
+            verified,
+        ))
+    }
+
+    /// The fingerprint of the bytes consumed (a line being skipped is not, yet).
+    fn consumed_prefix(&self) -> &Prefix {
+        match &self.skipping {
+            Some(skipping) => &skipping.prefix_at_start,
+            None => &self.prefix,
+        }
+    }
+
+    /// xxh3-64 of the bytes consumed, in one stream, for a region opened at the file's start
+    /// ([`open_region`]): a history frontier noted before blocks holds it.
+    pub fn streamed_hash(&self) -> Option<u64> {
+        self.consumed_prefix().streamed.as_ref().map(Xxh3::digest)
     }
 }
 
@@ -243,17 +335,27 @@ fn too_long_to_hold(pending: &[u8]) -> Option<Rejection> {
 /// prefix fingerprint: the first line, then the rest of the chunk through its last `\n`.
 /// Applied by [`PrefixUpdate::apply`], or when dropped.
 pub struct PrefixUpdate<'a> {
-    prefix: Option<&'a mut Xxh3>,
+    prefix: Option<&'a mut Prefix>,
     head: &'a [u8],
     rest: &'a [u8],
 }
 
 impl<'a> PrefixUpdate<'a> {
-    pub(crate) fn new(prefix: &'a mut Xxh3, head: &'a [u8], rest: &'a [u8]) -> PrefixUpdate<'a> {
+    fn new(prefix: &'a mut Prefix, head: &'a [u8], rest: &'a [u8]) -> PrefixUpdate<'a> {
         PrefixUpdate {
             prefix: Some(prefix),
             head,
             rest,
+        }
+    }
+
+    /// An update that updates nothing, for tests of what takes one.
+    #[cfg(test)]
+    pub(crate) fn none() -> PrefixUpdate<'static> {
+        PrefixUpdate {
+            prefix: None,
+            head: b"",
+            rest: b"",
         }
     }
 
@@ -397,13 +499,19 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("d.jsonl");
         std::fs::write(&path, b"a\nb\ntor").unwrap();
-        let mut tail = open(&path, &stat_of(&path), None).unwrap().unwrap();
+        let mut tail = open(&path, &stat_of(&path), None, FullCheck::WhenDue)
+            .unwrap()
+            .unwrap();
         assert_eq!(lines_of(&mut tail), ["a", "b"]);
         let cp = tail.checkpoint().unwrap();
         assert_eq!(cp.offset, 4);
 
         // Unchanged: not even opened.
-        assert!(open(&path, &stat_of(&path), Some(&cp)).unwrap().is_none());
+        assert!(
+            open(&path, &stat_of(&path), Some(&cp), FullCheck::WhenDue)
+                .unwrap()
+                .is_none()
+        );
 
         std::fs::OpenOptions::new()
             .append(true)
@@ -411,7 +519,9 @@ mod tests {
             .unwrap()
             .write_all(b"n\nc\n")
             .unwrap();
-        let mut tail = open(&path, &stat_of(&path), Some(&cp)).unwrap().unwrap();
+        let mut tail = open(&path, &stat_of(&path), Some(&cp), FullCheck::WhenDue)
+            .unwrap()
+            .unwrap();
         assert_eq!(lines_of(&mut tail), ["torn", "c"]);
     }
 
@@ -421,7 +531,9 @@ mod tests {
         let path = dir.path().join("d.jsonl");
         let long = format!("{{\"x\":\"{}\"}}", "x".repeat(CHUNK * 2 + 17));
         std::fs::write(&path, format!("a\n{long}\nb\n")).unwrap();
-        let mut tail = open(&path, &stat_of(&path), None).unwrap().unwrap();
+        let mut tail = open(&path, &stat_of(&path), None, FullCheck::WhenDue)
+            .unwrap()
+            .unwrap();
         let lines = lines_of(&mut tail);
         assert_eq!(lines.len(), 3);
         assert_eq!(lines[1], long);
@@ -437,7 +549,9 @@ mod tests {
         bytes.extend_from_slice(&nul);
         bytes.extend_from_slice(b"\r\nb\n");
         std::fs::write(&path, &bytes).unwrap();
-        let mut tail = open(&path, &stat_of(&path), None).unwrap().unwrap();
+        let mut tail = open(&path, &stat_of(&path), None, FullCheck::WhenDue)
+            .unwrap()
+            .unwrap();
         let mut buf = vec![0; CHUNK];
         let mut lines = Vec::new();
         let mut skipped = Vec::new();
@@ -467,7 +581,9 @@ mod tests {
             .unwrap()
             .write_all(b"c\n")
             .unwrap();
-        let mut tail = open(&path, &stat_of(&path), Some(&cp)).unwrap().unwrap();
+        let mut tail = open(&path, &stat_of(&path), Some(&cp), FullCheck::WhenDue)
+            .unwrap()
+            .unwrap();
         assert_eq!(lines_of(&mut tail), ["c"]);
     }
 
@@ -477,13 +593,17 @@ mod tests {
         let path = dir.path().join("d.jsonl");
         let lines: String = (0..3000).map(|i| format!("line {i:05}\n")).collect();
         std::fs::write(&path, &lines).unwrap();
-        let mut tail = open(&path, &stat_of(&path), None).unwrap().unwrap();
+        let mut tail = open(&path, &stat_of(&path), None, FullCheck::WhenDue)
+            .unwrap()
+            .unwrap();
         lines_of(&mut tail);
         let cp = tail.checkpoint().unwrap();
         // rsync --inplace: same length in the middle, then the new tail.
         let rewritten = lines.replacen("line 01500", "line 0150X", 1);
         std::fs::write(&path, format!("{rewritten}line 03000\n")).unwrap();
-        let mut tail = open(&path, &stat_of(&path), Some(&cp)).unwrap().unwrap();
+        let mut tail = open(&path, &stat_of(&path), Some(&cp), FullCheck::WhenDue)
+            .unwrap()
+            .unwrap();
         assert_eq!(lines_of(&mut tail).len(), 3001);
     }
 
@@ -492,12 +612,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("d.jsonl");
         std::fs::write(&path, b"a\nb\n").unwrap();
-        let mut tail = open(&path, &stat_of(&path), None).unwrap().unwrap();
+        let mut tail = open(&path, &stat_of(&path), None, FullCheck::WhenDue)
+            .unwrap()
+            .unwrap();
         lines_of(&mut tail);
         let cp = tail.checkpoint().unwrap();
         // Same inode, grown, but the consumed bytes changed.
         std::fs::write(&path, b"a\nB\nc\n").unwrap();
-        let mut tail = open(&path, &stat_of(&path), Some(&cp)).unwrap().unwrap();
+        let mut tail = open(&path, &stat_of(&path), Some(&cp), FullCheck::WhenDue)
+            .unwrap()
+            .unwrap();
         assert_eq!(lines_of(&mut tail), ["a", "B", "c"]);
     }
 }

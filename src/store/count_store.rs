@@ -262,6 +262,27 @@ impl Store {
         self.load_by_file(keys::CHECKPOINTS, Checkpoint::decode, "checkpoint")
     }
 
+    /// Up to `limit` checkpoints whose full verification is due in the background at `now_ns`
+    /// (`Checkpoint::due_in_background`), by name; read as the store is scanned, none held.
+    pub fn due_checkpoints(
+        &self,
+        now_ns: u64,
+        limit: usize,
+    ) -> Result<Vec<(OsString, Checkpoint)>, StoreError> {
+        let mut due = Vec::new();
+        for entry in self.db.scan(keys::CHECKPOINTS) {
+            let (name, value) = entry?;
+            let Some(checkpoint) = Checkpoint::decode(&value).filter(|c| c.due_in_background(now_ns)) else {
+                continue;
+            };
+            due.push((crate::paths::os_string_of(name.to_vec()), checkpoint));
+            if due.len() == limit {
+                break;
+            }
+        }
+        Ok(due)
+    }
+
     pub fn counts(&self) -> &IngestCounts {
         &self.counts
     }

@@ -13,14 +13,14 @@ use super::counts::IngestCounts;
 use super::engine::keys::FORMAT_VERSION;
 use super::engine::keys::{self, family_prefix};
 use super::export_record::ExportRecord;
-use super::history::{FrontierFile, HistoryFrontier};
+use super::history::{FrontierChain, FrontierFile, HistoryFrontier};
 use super::pass_regions::PassFile;
 use super::pending_export::PendingExport;
 use super::records::frame::Record as _;
 use super::recovery;
 use super::seen::{FIRST_DEPTH, LineHash, LineSet, Partition, PartitionKey, decode_depth};
 use super::stream::StreamRecord;
-use crate::ledger::checkpoint::{Checkpoint, FileStat};
+use crate::ledger::checkpoint::{BlockChain, Chain, Checkpoint, FileStat, Fingerprint, Verified};
 use crate::ledger::decode::Rejection;
 use crate::ledger::quote::Amount;
 use crate::ledger::timestamp::day_of_rfc3339;
@@ -187,16 +187,35 @@ fn checkpoint() {
         mtime_ns: 1_764_500_000_123_456_789,
         ctime_ns: 1_764_500_000_223_456_789,
     };
-    let checkpoint = Checkpoint::take(stat, 98_700, 0xdead_beef_cafe_f00d, 98_765);
+    let mut prefix = BlockChain::default();
+    prefix.update(&[b'x'; 98_700]);
+    let verified = Verified {
+        at_ns: 1_764_500_000_323_456_789,
+        len: 65_536,
+    };
+    let checkpoint = Checkpoint::take(stat, 98_700, &prefix, 98_765, verified);
     let bytes = golden("checkpoint", &checkpoint.encode());
     assert_eq!(Checkpoint::decode(&bytes), Some(checkpoint));
-    // Taken before the change time was kept: the reserved field was 0.
-    let before = Checkpoint::take(
-        FileStat { ctime_ns: 0, ..stat },
-        98_700,
-        0xdead_beef_cafe_f00d,
-        98_765,
+    // Taken before blocks: its hash made in one stream, never verified since.
+    let streamed = Checkpoint {
+        stat,
+        offset: 98_700,
+        prefix: Fingerprint {
+            len: 98_700,
+            hash: 0xdead_beef_cafe_f00d,
+            chain: Chain::Streamed,
+        },
+        verified: Verified::default(),
+    };
+    assert_eq!(
+        Checkpoint::decode(&fixture("checkpoint-before-blocks")),
+        Some(streamed)
     );
+    // Taken before the change time was kept: the reserved field was 0.
+    let before = Checkpoint {
+        stat: FileStat { ctime_ns: 0, ..stat },
+        ..streamed
+    };
     assert_eq!(
         Checkpoint::decode(&fixture("checkpoint-before-ctime")),
         Some(before)
@@ -372,14 +391,23 @@ fn history_frontier() {
             name: b"2026-11-30.jsonl".to_vec(),
             offset: 12_345,
             prefix_hash: 0x0123_4567_89ab_cdef,
+            chain: FrontierChain::Blocks,
         }],
         first_values: sums(),
     };
     let bytes = golden("history-frontier", &frontier.encode());
     assert_eq!(HistoryFrontier::decode(&bytes), Some(frontier.clone()));
+    // Before version 3, every prefix hash was made in one stream.
+    let mut streamed = frontier;
+    streamed.files[0].chain = FrontierChain::Streamed;
+    assert_eq!(
+        HistoryFrontier::decode(&fixture("history-frontier-version-2")),
+        Some(streamed.clone()),
+        "version 2, before blocks"
+    );
     assert_eq!(
         HistoryFrontier::decode(&fixture("history-frontier-version-1")),
-        Some(frontier),
+        Some(streamed),
         "version 1, before totals were stored with their width"
     );
 }

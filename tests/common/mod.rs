@@ -6,6 +6,8 @@ pub mod alertmanager;
 pub mod before_cost;
 pub mod collector;
 pub mod dashboard;
+pub mod faketime;
+pub mod files;
 pub mod generator;
 pub mod grafana;
 pub mod macho;
@@ -168,20 +170,6 @@ impl Fixture {
         let out = self.run(&["status", "--json"]);
         assert_success(&out);
         serde_json::from_slice(&out.stdout).expect("status --json is JSON")
-    }
-}
-
-/// Copies the folder `from` and everything in it to `to`.
-pub fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
     }
 }
 

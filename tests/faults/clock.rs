@@ -1,22 +1,7 @@
 //! The clock set back, before 1970, or run fast (libfaketime).
 
 use super::*;
-
-/// libfaketime's preload library for threaded programs, when installed (Debian: `faketime`).
-fn libfaketime() -> Option<PathBuf> {
-    let dirs = std::fs::read_dir("/usr/lib").ok()?.flatten().map(|e| e.path());
-    dirs.chain([PathBuf::from("/usr/lib")])
-        .map(|dir| dir.join("faketime/libfaketimeMT.so.1"))
-        .find(|lib| lib.exists())
-}
-
-/// `command` under libfaketime's `lib` with `FAKETIME=faked` (the monotonic clock left real).
-fn with_faked_clock<'a>(command: &'a mut Command, lib: &Path, faked: &str) -> &'a mut Command {
-    command
-        .env("LD_PRELOAD", lib)
-        .env("FAKETIME", faked)
-        .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
-}
+use common::faketime::{libfaketime, with_faked_clock};
 
 /// The wall clock set back by minutes (libfaketime, preloaded), as an NTP step does: runs that
 /// start "earlier" than the ones before them still deliver exactly, `once` and `run` alike, each

@@ -12,10 +12,11 @@ mod stream;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use common::files::copy_tree;
 use common::generator::{Generator, days};
 use common::model::Model;
 use common::receiver::{Receiver, resource_attr};
-use common::{Fixture, assert_success, copy_tree};
+use common::{Fixture, assert_success};
 
 /// A realistic ledger with every row kind, a torn last line, and a blank line.
 fn realistic_ledger(fx: &Fixture, model: &mut Model, seed: u64) {

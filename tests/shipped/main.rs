@@ -17,9 +17,10 @@ mod packages;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use common::assert_success;
+use common::files::copy_tree;
 use common::receiver::Receiver;
 use common::tools::{in_ci, installed, skip};
-use common::{assert_success, copy_tree};
 use serde_json::Value;
 
 fn repo(path: &str) -> PathBuf {

@@ -213,13 +213,13 @@ fn a_store_restored_from_a_backup_never_goes_down_on_prometheus_3_and_victoria_m
         machine.lines_land("2026-10-05", 20);
         once(&machine.fx);
         let backup = root.path().join(format!("backup-{}", backend.port));
-        common::copy_tree(&machine.fx.state, &backup);
+        common::files::copy_tree(&machine.fx.state, &backup);
         machine.new_series_land("2026-10-05", "zhipu/glm-5", "remote");
         once(&machine.fx);
         machine.lines_land("2026-10-05", 20);
         once(&machine.fx);
         std::fs::remove_dir_all(&machine.fx.state).unwrap();
-        common::copy_tree(&backup, &machine.fx.state);
+        common::files::copy_tree(&backup, &machine.fx.state);
         machine.new_series_land("2026-10-05", "zhipu/glm-5", "remote");
         once(&machine.fx);
         let total: u64 = machine.model.expected.totals().values().map(|v| v[5]).sum();

@@ -22,8 +22,10 @@ use crate::store::error::StoreError;
 
 const FILE: &str = "history";
 const MAGIC: &[u8; 8] = b"rxhistor";
-/// 2 stores totals with their width (`Totals::encode_into`); 1 did not.
-const VERSION: u8 = 2;
+/// 3 says how each file's prefix hash was made ([`FrontierChain`]); 2 stores totals with their
+/// width (`Totals::encode_into`); 1 did not. Before 3, every hash was made in one stream.
+const VERSION: u8 = 3;
+const BEFORE_CHAIN: u8 = 2;
 
 /// Where one ledger file's history ends.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,8 +34,19 @@ pub struct FrontierFile {
     pub name: Vec<u8>,
     /// Just past the last line of history.
     pub offset: u64,
-    /// xxh3-64 of every byte before `offset`: the file still holds the same history.
+    /// The fingerprint of every byte before `offset`, as its checkpoint had it: the file still
+    /// holds the same history.
     pub prefix_hash: u64,
+    pub chain: FrontierChain,
+}
+
+/// How a frontier file's `prefix_hash` was made, as the checkpoint it was noted from made it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrontierChain {
+    /// xxh3-64 in one stream (a checkpoint taken before blocks).
+    Streamed,
+    /// By 64 KiB blocks (`ledger::checkpoint::BlockChain`).
+    Blocks,
 }
 
 /// The store's history, as it stood when its stream first went out.
@@ -56,6 +69,10 @@ impl Record for HistoryFrontier {
             put_sized(&mut out, &file.name);
             out.extend_from_slice(&file.offset.to_le_bytes());
             out.extend_from_slice(&file.prefix_hash.to_le_bytes());
+            out.push(match file.chain {
+                FrontierChain::Streamed => 0,
+                FrontierChain::Blocks => 1,
+            });
         }
         out.extend_from_slice(&self.first_values.encode());
         frame::seal(out)
@@ -64,17 +81,27 @@ impl Record for HistoryFrontier {
     fn decode(bytes: &[u8]) -> Option<HistoryFrontier> {
         let (version, mut r) = frame::open(bytes, MAGIC)?;
         let sums = match version {
-            VERSION => Sums::read,
+            VERSION | BEFORE_CHAIN => Sums::read,
             1 => crate::store::upgrade::sums_before_width,
             _ => return None,
         };
         let first_sent_ns = r.u64()?;
         let mut files = Vec::new();
         for _ in 0..r.u32()? {
+            let (name, offset, prefix_hash) = (r.sized()?.to_vec(), r.u64()?, r.u64()?);
+            let chain = match version {
+                VERSION => match r.u8()? {
+                    0 => FrontierChain::Streamed,
+                    1 => FrontierChain::Blocks,
+                    _ => return None,
+                },
+                _ => FrontierChain::Streamed,
+            };
             files.push(FrontierFile {
-                name: r.sized()?.to_vec(),
-                offset: r.u64()?,
-                prefix_hash: r.u64()?,
+                name,
+                offset,
+                prefix_hash,
+                chain,
             });
         }
         let first_values = sums(&mut r)?;
@@ -117,11 +144,13 @@ mod tests {
                     name: b"2026-12-01.jsonl".to_vec(),
                     offset: 4_096,
                     prefix_hash: 0xdead_beef,
+                    chain: FrontierChain::Blocks,
                 },
                 FrontierFile {
                     name: b"2026-12-02.jsonl".to_vec(),
                     offset: 17,
                     prefix_hash: 3,
+                    chain: FrontierChain::Streamed,
                 },
             ],
             first_values: {
