@@ -283,7 +283,7 @@ pub const PROMETHEUS: Def = def! {
     flag: Some(("prometheus", "ADDR|off")),
     vars: &["REASONIX_EXPORTER_PROMETHEUS"],
     in_file: true,
-    value: "127.0.0.1:10150",
+    value: "127.0.0.1:10155",
     default: " (used by `run`)",
     help: "Prometheus listen address, or off",
     example: Some(("Prometheus /metrics listen address, or \"off\".", "")),

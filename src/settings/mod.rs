@@ -395,7 +395,7 @@ fn resolve_prometheus(sources: &Sources<'_>) -> Result<Setting<Option<SocketAddr
                 what: "prometheus address",
                 value: raw.clone(),
                 from: source_name(&PROMETHEUS, &origin),
-                expected: "write HOST:PORT (e.g. 127.0.0.1:10150) or off",
+                expected: "write HOST:PORT (e.g. 127.0.0.1:10155) or off",
             })?),
             origin,
         },
@@ -471,7 +471,7 @@ mod tests {
         assert!(!otlp.target.gzip);
         assert_eq!(otlp.temporality, Temporality::Cumulative);
         assert_eq!(s.export_interval.value, Duration::from_secs(60));
-        assert_eq!(s.prometheus.value, Some("127.0.0.1:10150".parse().unwrap()));
+        assert_eq!(s.prometheus.value, Some("127.0.0.1:10155".parse().unwrap()));
     }
 
     // Unix: a home from HOME, and Unix paths; Windows finds its profile (tests/shipped/).

@@ -86,7 +86,7 @@ fn prometheus_scraping_metrics_is_exact() {
     .unwrap();
     let config = shipped
         .replace("scrape_interval: 15s", "scrape_interval: 1s")
-        .replace("127.0.0.1:10150", &format!("127.0.0.1:{port}"));
+        .replace("127.0.0.1:10155", &format!("127.0.0.1:{port}"));
     let Some((prometheus, restart)) = prometheus2(test, &root.path().join("prometheus"), &config) else {
         return;
     };

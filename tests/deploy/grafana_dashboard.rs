@@ -167,7 +167,7 @@ fn every_dashboard_panel_returns_data_and_the_totals_panels_are_exact() {
     // Prometheus, with the repository's own scrape configuration pointed at this exporter.
     let config = read("prometheus/scrape-exporter.yml")
         .replace("scrape_interval: 15s", "scrape_interval: 1s")
-        .replace("127.0.0.1:10150", &format!("127.0.0.1:{port}"));
+        .replace("127.0.0.1:10155", &format!("127.0.0.1:{port}"));
     let prometheus = Prometheus::start(&fx.root.path().join("prometheus"), &config).unwrap();
     let before = sums(&model);
     let total_at =

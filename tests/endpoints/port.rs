@@ -6,10 +6,10 @@ use std::time::Duration;
 use super::common::{Fixture, http_get, the_error_line, wait_until};
 
 /// The default address, as `catalog.rs` and deploy/README.md give it.
-const DEFAULT_PORT: u16 = 10150;
+const DEFAULT_PORT: u16 = 10155;
 
 #[test]
-#[ignore = "needs 127.0.0.1:10150, the default port, free (CI); run with --include-ignored"]
+#[ignore = "needs 127.0.0.1:10155, the default port, free (CI); run with --include-ignored"]
 fn run_on_its_defaults_serves_beside_a_process_holding_9464() {
     // What Claude Code's `OTEL_METRICS_EXPORTER=prometheus` (any OTel SDK's) holds.
     let sdk = TcpListener::bind("127.0.0.1:9464");
@@ -18,7 +18,7 @@ fn run_on_its_defaults_serves_beside_a_process_holding_9464() {
         assert!(TcpListener::bind("127.0.0.1:9464").is_err());
     }
     if TcpListener::bind(("127.0.0.1", DEFAULT_PORT)).is_err() {
-        super::common::tools::skip("127.0.0.1:10150 is held already (an exporter running here?)");
+        super::common::tools::skip("127.0.0.1:10155 is held already (an exporter running here?)");
         return;
     }
     let fx = Fixture::new();

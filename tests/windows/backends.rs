@@ -143,7 +143,7 @@ fn every_window_is_exact_on_prometheus_3_scraping_metrics() {
     let config = shipped
         .replace("scrape_interval: 15s", "scrape_interval: 2s")
         .replace(
-            "['127.0.0.1:10150']",
+            "['127.0.0.1:10155']",
             &format!("['127.0.0.1:{}', '127.0.0.1:{}']", ports[0], ports[1]),
         );
     let p3 = Prometheus::start_binary(
