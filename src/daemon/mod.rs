@@ -174,7 +174,9 @@ impl Daemon {
             caught_up: false,
             ledger_read: false,
             last_poll: PollReport::default(),
-            verifier: Verifier::start().ok(),
+            verifier: Verifier::start()
+                .inspect_err(|e| events::ledger::verification_stopped(&e.to_string()))
+                .ok(),
             stopping,
         }
     }

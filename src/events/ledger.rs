@@ -100,6 +100,16 @@ pub fn rewritten(name: &OsStr) {
     );
 }
 
+/// `run`'s full verifications of growing files cannot go on (`why`): a rewrite in the middle of a
+/// day file followed by an append is then found only when the file is read from its start.
+pub fn verification_stopped(why: &str) {
+    tracing::warn!(
+        event = "ledger.verification_stopped",
+        error = why,
+        "the full verifications of the ledger's checkpoints stopped ({why}); a day file rewritten in its middle and then appended to is counted again only once it is read from its start (restart to resume them)"
+    );
+}
+
 /// Every ledger file can be read again.
 pub fn readable() {
     tracing::info!(event = "ledger.readable", "every ledger file can be read again");

@@ -57,6 +57,9 @@ pub struct Verifier {
     verdicts: Receiver<Verdict>,
     in_flight: bool,
     waiting: VecDeque<(OsString, Checkpoint)>,
+    /// Where the search for checkpoints due goes on: after the last one it took up, so that files
+    /// that cannot be checked (gone, unreadable) never hold the others back.
+    after: Option<OsString>,
     next_scan: Instant,
 }
 
@@ -83,6 +86,7 @@ impl Verifier {
             verdicts,
             in_flight: false,
             waiting: VecDeque::new(),
+            after: None,
             next_scan: Instant::now(),
         })
     }
@@ -100,19 +104,29 @@ impl Verifier {
                 }
             }
             Err(TryRecvError::Empty) => {}
-            // The thread is gone (it cannot panic short of a bug): no verification from now on.
-            Err(TryRecvError::Disconnected) => return Ok(changed),
+            // The thread is gone (it cannot panic short of a bug): said once, no verification
+            // from now on.
+            Err(TryRecvError::Disconnected) => {
+                if std::mem::take(&mut self.in_flight) {
+                    crate::events::ledger::verification_stopped("its thread ended");
+                }
+                return Ok(changed);
+            }
         }
         if self.in_flight {
             return Ok(changed);
         }
         if self.waiting.is_empty() && Instant::now() >= self.next_scan {
-            self.waiting = store
-                .due_checkpoints(crate::ledger::now_ns(), TAKEN_PER_SCAN)?
-                .into();
-            if self.waiting.len() < TAKEN_PER_SCAN {
+            let due = store.due_checkpoints(crate::ledger::now_ns(), TAKEN_PER_SCAN, self.after.as_ref())?;
+            // The whole store searched: again in a while, from its first name.
+            if due.len() < TAKEN_PER_SCAN {
                 self.next_scan = Instant::now() + SCAN_EVERY;
             }
+            self.after = due
+                .last()
+                .filter(|_| due.len() == TAKEN_PER_SCAN)
+                .map(|(name, _)| name.clone());
+            self.waiting = due.into();
         }
         if let Some((name, checkpoint)) = self.waiting.pop_front() {
             let path = stats_dir.join(&name);
@@ -150,11 +164,14 @@ fn verify(path: &Path, checkpoint: &Checkpoint, share: f64) -> Found {
             since_rest = Instant::now();
         }
     };
-    match checkpoint.verify(&file, &mut pace) {
+    let found = match checkpoint.verify(&file, &mut pace) {
         Ok(Some(_)) => Found::Held { at_ns },
         Ok(None) => Found::Changed,
         Err(_) => Found::Unchecked,
-    }
+    };
+    // The last stretch rested for too, so that a run of small files keeps to the share.
+    std::thread::sleep(since_rest.elapsed().mul_f64(1.0 / share - 1.0));
+    found
 }
 
 /// Notes a verdict in the store, if the checkpoint it speaks of is still the file's (the same
@@ -300,6 +317,47 @@ mod tests {
         );
     }
 
+    /// Files that cannot be checked (deleted since they grew) never hold the others back: the
+    /// search goes on after the last file it took up.
+    #[test]
+    fn files_gone_since_do_not_hold_the_others_back() {
+        let (dir, stats, _) = ledger();
+        let mut store = Store::open(&dir.path().join("state"), false).unwrap();
+        let names: Vec<String> = (0..TAKEN_PER_SCAN + 3)
+            .map(|i| format!("2026-{i:04}.jsonl"))
+            .collect();
+        for name in &names {
+            std::fs::write(stats.join(name), lines(0, 2)).unwrap();
+        }
+        poll(&mut store, &stats);
+        for name in &names {
+            let mut checkpoint = age(&mut store, name);
+            checkpoint.verified.len = 0;
+            let mut batch = Batch::default();
+            batch.set_checkpoint(name.into(), checkpoint);
+            store.commit(batch).unwrap();
+        }
+        for name in &names[..TAKEN_PER_SCAN] {
+            std::fs::remove_file(stats.join(name)).unwrap();
+        }
+        let mut verifier = Verifier::start().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let last = OsString::from(names.last().unwrap());
+        while store
+            .checkpoint(&last)
+            .unwrap()
+            .unwrap()
+            .verification_due(crate::ledger::now_ns())
+        {
+            assert!(
+                Instant::now() < deadline,
+                "the files still there were never verified"
+            );
+            verifier.tend(&mut store, &stats).unwrap();
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
     #[test]
     fn a_file_that_only_grew_is_found_as_it_was_and_its_time_moves_on() {
         let (dir, stats, path) = ledger();
@@ -329,6 +387,6 @@ mod tests {
             }
         );
         assert!(after.offset > aged.offset);
-        assert!(!after.due_in_background(crate::ledger::now_ns()));
+        assert!(!after.verification_due(crate::ledger::now_ns()));
     }
 }

@@ -115,9 +115,11 @@ pub struct Verified {
 }
 
 impl Verified {
-    /// Whether another full verification is due at `now_ns`.
+    /// Whether another full verification is due at `now_ns`: the last is over an hour old, or
+    /// dated after now (by a clock that ran fast and came back, which would otherwise put the
+    /// next one off by as long).
     pub fn due(&self, now_ns: u64) -> bool {
-        now_ns.saturating_sub(self.at_ns) > VERIFY_EVERY_NS
+        now_ns < self.at_ns || now_ns - self.at_ns > VERIFY_EVERY_NS
     }
 }
 
@@ -150,7 +152,7 @@ impl Checkpoint {
         let Some(cp) = checkpoint else {
             return Plan::FromStart;
         };
-        // One found rewritten (its fingerprint cleared by a verification) is read again.
+        // One whose fingerprint covers less than its offset cannot be trusted (see `decode`).
         if !cp.stat.same_file(now) || now.size < cp.stat.size || cp.prefix.len != cp.offset {
             return Plan::FromStart;
         }
@@ -176,11 +178,12 @@ impl Checkpoint {
         if self.prefix.len != self.offset {
             return Ok(None);
         }
+        let began = now_ns.unwrap_or_else(crate::ledger::now_ns);
         let full = |prefix: Option<BlockChain>| {
             prefix.map(|prefix| Resumed {
                 prefix,
                 verified: Verified {
-                    at_ns: now_ns.unwrap_or_else(crate::ledger::now_ns),
+                    at_ns: began,
                     len: self.offset,
                 },
             })
@@ -266,10 +269,11 @@ impl Checkpoint {
         Checkpoint::take(stat, 0, &BlockChain::default(), 0, Verified::default())
     }
 
-    /// Whether a full verification is due at `now_ns` in the background: the file has grown
-    /// since the last one, and that is more than an hour old (an unchanged file is watched by
-    /// its times).
-    pub fn due_in_background(&self, now_ns: u64) -> bool {
+    /// Whether a full verification is due at `now_ns` though the file may not have changed
+    /// since this checkpoint: it grew since the last one (the growth was trusted from its last
+    /// block), and that is more than an hour old. A file unchanged since its last full
+    /// verification is watched by its times.
+    pub fn verification_due(&self, now_ns: u64) -> bool {
         self.prefix.len == self.offset
             && matches!(self.prefix.chain, Chain::Blocks { .. })
             && self.offset > self.verified.len
@@ -687,7 +691,7 @@ mod tests {
     fn the_background_verifies_what_grew_since_its_last_full_verification_an_hour_on() {
         let (_dir, path) = written(&"x".repeat(10_000));
         let c = taken(&path, 8192, HOUR_NS);
-        assert!(!c.due_in_background(3 * HOUR_NS), "nothing grew since");
+        assert!(!c.verification_due(3 * HOUR_NS), "nothing grew since");
         let grown = Checkpoint {
             verified: Verified {
                 len: 4096,
@@ -695,11 +699,13 @@ mod tests {
             },
             ..c
         };
-        assert!(!grown.due_in_background(HOUR_NS + HOUR_NS / 2));
-        assert!(grown.due_in_background(2 * HOUR_NS + 1));
+        assert!(!grown.verification_due(HOUR_NS + HOUR_NS / 2));
+        assert!(grown.verification_due(2 * HOUR_NS + 1));
         assert!(
-            !grown.distrusted().due_in_background(3 * HOUR_NS),
+            !grown.distrusted().verification_due(3 * HOUR_NS),
             "nothing to verify"
         );
+        // Dated after now by a clock that ran fast and came back: not put off by as long.
+        assert!(grown.verification_due(HOUR_NS / 2));
     }
 }

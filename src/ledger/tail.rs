@@ -103,35 +103,36 @@ pub fn open(
     // Unchanged since it was read, but grown since its last full verification, which is more
     // than an hour old: `once` verifies it now (a rewrite in the middle, then an append, that
     // an earlier poll took for growth).
-    let due = |cp: &Checkpoint| full_check == FullCheck::WhenDue && cp.due_in_background(now_ns);
+    let due = |cp: &Checkpoint| full_check == FullCheck::WhenDue && cp.verification_due(now_ns);
     if Checkpoint::plan(checkpoint, stat) == Plan::Idle && !checkpoint.is_some_and(due) {
         return Ok(None);
     }
     let mut file = open_read_only(path)?;
     // The open file is the truth: the path may have been replaced since the directory scan.
     let stat = FileStat::of(&file.metadata()?);
-    let from_start = (
-        0,
-        BlockChain::default(),
-        Verified {
-            at_ns: now_ns,
-            len: 0,
-        },
-    );
     let plan = match (Checkpoint::plan(checkpoint, &stat), checkpoint) {
         (Plan::Idle, Some(cp)) if due(cp) => Plan::Resume { offset: cp.offset },
         (plan, _) => plan,
     };
-    let (start, prefix, verified) = match (plan, checkpoint) {
+    let resumed = match (plan, checkpoint) {
         (Plan::Idle, _) => return Ok(None),
-        (Plan::Resume { offset }, Some(cp)) => {
+        (Plan::Resume { .. }, Some(cp)) => {
             let now = (full_check == FullCheck::WhenDue).then_some(now_ns);
-            match cp.resume(&file, now)? {
-                Some(resumed) => (offset, resumed.prefix, resumed.verified),
-                None => from_start,
-            }
+            cp.resume(&file, now)?.map(|resumed| (cp.offset, resumed))
         }
-        _ => from_start,
+        _ => None,
+    };
+    // From the start (a checkpoint put back there too): every byte it consumes is read now.
+    let (start, prefix, verified) = match resumed {
+        Some((offset, resumed)) if offset > 0 => (offset, resumed.prefix, resumed.verified),
+        _ => (
+            0,
+            BlockChain::default(),
+            Verified {
+                at_ns: now_ns,
+                len: 0,
+            },
+        ),
     };
     file.seek(SeekFrom::Start(start))?;
     let prefix = Prefix {
@@ -139,8 +140,8 @@ pub fn open(
         streamed: None,
     };
     let mut tail = Tail::at(file, stat, start, u64::MAX, prefix);
-    tail.verified = verified;
     tail.from_start = start == 0;
+    tail.verified = verified;
     Ok(Some(tail))
 }
 

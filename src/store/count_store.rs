@@ -262,17 +262,23 @@ impl Store {
         self.load_by_file(keys::CHECKPOINTS, Checkpoint::decode, "checkpoint")
     }
 
-    /// Up to `limit` checkpoints whose full verification is due in the background at `now_ns`
-    /// (`Checkpoint::due_in_background`), by name; read as the store is scanned, none held.
+    /// Up to `limit` checkpoints whose full verification is due at `now_ns`
+    /// (`Checkpoint::verification_due`), by name, after the name `after` if given (a search goes
+    /// on where the last one stopped); read as the store is scanned, none held.
     pub fn due_checkpoints(
         &self,
         now_ns: u64,
         limit: usize,
+        after: Option<&OsString>,
     ) -> Result<Vec<(OsString, Checkpoint)>, StoreError> {
+        let after = after.map(|name| name.as_encoded_bytes());
         let mut due = Vec::new();
         for entry in self.db.scan(keys::CHECKPOINTS) {
             let (name, value) = entry?;
-            let Some(checkpoint) = Checkpoint::decode(&value).filter(|c| c.due_in_background(now_ns)) else {
+            if after.is_some_and(|after| &*name <= after) {
+                continue;
+            }
+            let Some(checkpoint) = Checkpoint::decode(&value).filter(|c| c.verification_due(now_ns)) else {
                 continue;
             };
             due.push((crate::paths::os_string_of(name.to_vec()), checkpoint));

@@ -414,8 +414,9 @@ fn history_frontier() {
 
 #[test]
 fn store_header_values_and_marker() {
-    assert_eq!(FORMAT_VERSION, 6, "a new format needs new fixtures");
+    assert_eq!(FORMAT_VERSION, 7, "a new format needs new fixtures");
     golden("format-version", &FORMAT_VERSION.to_le_bytes());
+    assert_eq!(fixture("format-version-before-blocks"), 6u32.to_le_bytes());
     assert_eq!(fixture("format-version-before-width"), 5u32.to_le_bytes());
     assert_eq!(fixture("format-version-before-split"), 4u32.to_le_bytes());
     assert_eq!(fixture("format-version-before-cost"), 3u32.to_le_bytes());

@@ -31,7 +31,7 @@ use crate::store::seen::{FIRST_DEPTH, LineSet, PartitionKey};
 /// The layout of the store's keys and values (this file). An older format this build
 /// reads is upgraded where it is loaded (`upgrade/`); any other is refused with `--reset-state`
 /// as the fix (the ledger is read again).
-pub const FORMAT_VERSION: u32 = 6;
+pub const FORMAT_VERSION: u32 = 7;
 
 pub const VERSION: &[u8] = b"version";
 pub const CREATED: &[u8] = b"created";

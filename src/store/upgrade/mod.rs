@@ -3,6 +3,9 @@
 //! beside the store names its old versions in `records/`, and reads them with what is here). The reading half of the cost pass is in the
 //! top-level `upgrade` module.
 //!
+//! - format 6 (before checkpoints by blocks): the version alone, so that an older build refuses
+//!   the store as newer rather than damaged; its checkpoints, hashed in one stream, are read as
+//!   they are and verified in full when their files grow (`ledger/checkpoint.rs`);
 //! - format 5 (before totals were stored with their width): every token sum, delivered or not,
 //!   and the pending export rewritten with it;
 //! - format 4 (before the seen set's days were split deeper): as format 5, the version aside;
@@ -30,15 +33,22 @@ const BEFORE_SPLIT: u32 = 4;
 /// The format of stores before [`Totals`] were stored with their width.
 const BEFORE_WIDTH: u32 = 5;
 
+/// The format of stores before checkpoints were fingerprinted by blocks.
+const BEFORE_BLOCKS: u32 = 6;
+
 impl Store {
     /// Brings a store whose format is `value` to this one; refuses a newer one, and one older
     /// than this build reads.
     pub(super) fn upgrade_from(&mut self, value: &[u8]) -> Result<(), StoreError> {
         let found = self.check_version(value)?;
+        let mut write = Write::default();
+        if found == BEFORE_BLOCKS {
+            write.insert(keys::VERSION, FORMAT_VERSION.to_le_bytes());
+            return self.apply(write);
+        }
         if !matches!(found, BEFORE_COST | BEFORE_SPLIT | BEFORE_WIDTH) {
             return Ok(());
         }
-        let mut write = Write::default();
         let mut regions = None;
         if found == BEFORE_COST {
             regions = Some(self.upgrade_before_cost(&mut write)?);
