@@ -237,10 +237,15 @@ mod tests {
         let name = OsString::from(name);
         let mut checkpoint = store.checkpoint(&name).unwrap().unwrap();
         checkpoint.verified.at_ns = crate::ledger::now_ns() - 2 * HOUR_NS;
+        put(store, name, checkpoint);
+        checkpoint
+    }
+
+    /// Commits `checkpoint` as `name`'s.
+    fn put(store: &mut Store, name: OsString, checkpoint: Checkpoint) {
         let mut batch = Batch::default();
         batch.set_checkpoint(name, checkpoint);
         store.commit(batch).unwrap();
-        checkpoint
     }
 
     #[test]
@@ -333,9 +338,7 @@ mod tests {
         for name in &names {
             let mut checkpoint = age(&mut store, name);
             checkpoint.verified.len = 0;
-            let mut batch = Batch::default();
-            batch.set_checkpoint(name.into(), checkpoint);
-            store.commit(batch).unwrap();
+            put(&mut store, name.into(), checkpoint);
         }
         for name in &names[..TAKEN_PER_SCAN] {
             std::fs::remove_file(stats.join(name)).unwrap();

@@ -70,6 +70,14 @@ fn rewritten_then_appended(fx: &Fixture, counted: impl FnOnce(&Fixture)) -> (Mod
     (grown, model)
 }
 
+/// `once --otlp off` with the clock moved by libfaketime's `lib` (`faked`, e.g. `+2h`).
+fn once_at(fx: &Fixture, lib: &std::path::Path, faked: &str) {
+    let out = common::faketime::with_faked_clock(&mut fx.command(&["once", "--otlp", "off"]), lib, faked)
+        .output()
+        .unwrap();
+    assert_success(&out);
+}
+
 /// Contract §5: growth is trusted from the file's identity, its times and its last block; what
 /// came before is verified in full once the last full verification is more than an hour old, so
 /// the rewritten line counts an hour late (here by `once` with its clock two hours on), never
@@ -87,10 +95,7 @@ fn lines_rewritten_in_place_then_appended_are_read_again_within_the_hour() {
     });
     fx.ingest();
     assert_eq!(fx.status(), grown.expected.status_json(), "the growth, at once");
-    let later = common::faketime::with_faked_clock(&mut fx.command(&["once", "--otlp", "off"]), &lib, "+2h")
-        .output()
-        .unwrap();
-    assert_success(&later);
+    once_at(&fx, &lib, "+2h");
     assert_eq!(
         fx.status(),
         read_again.expected.status_json(),
@@ -110,11 +115,7 @@ fn run_finds_a_rewrite_in_the_middle_in_the_background() {
     };
     let fx = Fixture::new();
     let (_, read_again) = rewritten_then_appended(&fx, |fx| {
-        let earlier =
-            common::faketime::with_faked_clock(&mut fx.command(&["once", "--otlp", "off"]), &lib, "-2h")
-                .output()
-                .unwrap();
-        assert_success(&earlier);
+        once_at(fx, &lib, "-2h");
     });
     let (daemon, port) = fx.spawn_serving(&[]);
     let expected = read_again.expected.totals();
