@@ -204,20 +204,13 @@ const MAX_FILE_BYTES: u64 = 1 << 20;
 /// A regular file of at most [`MAX_FILE_BYTES`], or why not (never a FIFO or a device, which
 /// could hold the server up for good).
 fn read_small(path: &Path) -> Result<Vec<u8>, String> {
-    use std::io::Read as _;
-    let unreadable = |e: std::io::Error| format!("{} cannot be read: {e}", path.display());
-    let file = std::fs::File::open(path).map_err(unreadable)?;
-    if !file.metadata().map_err(unreadable)?.is_file() {
-        return Err(format!("{} is not a regular file", path.display()));
-    }
-    let mut bytes = Vec::new();
-    file.take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(unreadable)?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(format!("{} is larger than 1 MiB", path.display()));
-    }
-    Ok(bytes)
+    crate::own_files::read_named(path, MAX_FILE_BYTES).map_err(|e| match e.kind() {
+        // Not a regular file, or larger than the bound: what it is, said as such.
+        std::io::ErrorKind::InvalidInput | std::io::ErrorKind::InvalidData => {
+            format!("{} is {e}", path.display())
+        }
+        _ => format!("{} cannot be read: {e}", path.display()),
+    })
 }
 
 /// The server a configuration describes, from the bytes of the files it names as they were read.
