@@ -1,6 +1,6 @@
-//! The export schedule and its outage, in one owner ([`Exports`]): a request prepared (its
-//! record made durable) and sent from a task of its own, retried with backoff, the collector's
-//! answers taken into account.
+//! The export schedule and its outage, in one owner ([`Exports`]), for a sink the daemon pushes
+//! to (`export::sink::PushSink`): a request prepared (its record made durable) and sent from a
+//! task of its own, retried with backoff, the backend's answers taken into account.
 
 use std::time::Duration;
 
@@ -8,22 +8,25 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::{Daemon, Opened};
+use crate::delivery::Delivery;
 use crate::events;
 use crate::events::store::Tried;
 use crate::export::backoff::Backoff;
 use crate::export::health::ExportHealth;
-use crate::export::otlp::{ExportError, OtlpExporter, Outgoing, Sent};
-use crate::export::self_metrics::SinkRun;
+use crate::export::otlp::{ExportError, OtlpExporter};
+use crate::export::self_metrics::{SelfStats, SinkRun};
+use crate::export::sink::PushSink;
 use crate::export::transport::SendError;
+use crate::store::Store;
 
 /// The first retry after a failed export; doubles up to the export interval.
 pub(super) const FIRST_RETRY: Duration = Duration::from_secs(1);
 
 /// Everything about exports that outlives one: the exporter, the request in flight, when to try
 /// again, and how exports have gone since they last worked.
-pub(super) struct Exports {
-    pub exporter: OtlpExporter,
-    pub in_flight: Option<JoinHandle<(Outgoing, Sent)>>,
+pub(super) struct Exports<S: PushSink> {
+    pub exporter: S,
+    pub in_flight: Option<JoinHandle<(S::Outgoing, S::Answer)>>,
     pub retry_at: Option<Instant>,
     backoff: Backoff,
     /// Failed exports over the run (a self-metric).
@@ -38,8 +41,8 @@ pub(super) struct Exports {
     pub last: Option<SinkRun>,
 }
 
-impl Exports {
-    pub fn new(exporter: OtlpExporter, interval: Duration) -> Exports {
+impl<S: PushSink> Exports<S> {
+    pub fn new(exporter: S, interval: Duration) -> Exports<S> {
         Exports {
             exporter,
             in_flight: None,
@@ -94,6 +97,53 @@ impl Exports {
     }
 }
 
+impl<S: PushSink> Exports<S> {
+    /// Prepares the next request (its record made durable) and sends it from a task of its own.
+    /// `Ok` also when there was nothing to send.
+    fn start(
+        &mut self,
+        store: &Store,
+        delivery: &mut Delivery,
+        self_stats: &SelfStats,
+    ) -> Result<(), ExportError> {
+        self.started = Some(Instant::now());
+        let Some(outgoing) = self.exporter.prepare(store, delivery, self_stats)? else {
+            // Nothing to send: no delivery to speak of.
+            self.started = None;
+            return Ok(());
+        };
+        self.in_flight = Some(tokio::spawn(self.exporter.send(outgoing)));
+        Ok(())
+    }
+
+    /// Takes the backend's answer into account: the outage, the backoff, the next try. Only a
+    /// store that failed is `Err`.
+    fn finish(
+        &mut self,
+        delivery: &mut Delivery,
+        (outgoing, answer): (S::Outgoing, S::Answer),
+    ) -> Result<(), ExportError> {
+        self.note_held(S::held(&outgoing));
+        match self.exporter.complete(delivery, outgoing, answer) {
+            Ok(report) => {
+                self.ended(true);
+                if let Some(lasted) = self.health.outage_lasted() {
+                    events::export::outage_over(&self.exporter.endpoint(), lasted);
+                }
+                self.health.accepted(report.accepted.warning());
+                self.backoff.reset();
+                if report.births > 0 {
+                    // The new series' zeros are in: their values go at once, not an interval later.
+                    self.retry_at = Some(Instant::now());
+                }
+            }
+            Err(e @ ExportError::Store(_)) => return Err(e),
+            Err(e) => self.failed(&e),
+        }
+        Ok(())
+    }
+}
+
 impl Daemon {
     /// Prepares the next request (its record made durable) and sends it from a task of its own.
     pub(super) fn start_export(&mut self) -> anyhow::Result<()> {
@@ -107,49 +157,25 @@ impl Daemon {
         else {
             return Ok(());
         };
-        exports.started = Some(Instant::now());
-        let outgoing = match exports.exporter.prepare(store, delivery, &self_stats) {
-            Ok(Some(outgoing)) => outgoing,
-            Ok(None) => {
-                // Nothing to send: no delivery to speak of.
-                exports.started = None;
-                return Ok(());
-            }
-            Err(ExportError::Store(e)) => return self.pause(e),
-            Err(e) => return Err(e.into()),
-        };
-        let transport = exports.exporter.transport();
-        exports.in_flight = Some(tokio::spawn(async move {
-            let sent = outgoing.send(transport).await;
-            (outgoing, sent)
-        }));
-        Ok(())
+        match exports.start(store, delivery, &self_stats) {
+            Ok(()) => Ok(()),
+            Err(ExportError::Store(e)) => self.pause(e),
+            Err(e) => Err(e.into()),
+        }
     }
 
-    pub(super) fn finish_export(&mut self, done: (Outgoing, Sent)) -> anyhow::Result<()> {
+    pub(super) fn finish_export(&mut self, done: InFlight) -> anyhow::Result<()> {
         // With the store let go, the answer is dropped: a cumulative export is sent again, and a
         // delta export's record settles it when the store reopens.
         let (Some(exports), Some(Opened { delivery, .. })) = (self.exports.as_mut(), self.opened.as_mut())
         else {
             return Ok(());
         };
-        let (outgoing, sent) = done;
-        exports.note_held(outgoing.report().held);
-        match exports.exporter.complete(delivery, outgoing, sent) {
-            Ok(report) => {
-                exports.ended(true);
-                if let Some(lasted) = exports.health.outage_lasted() {
-                    events::export::outage_over(&exports.exporter.endpoint(), lasted);
-                }
-                exports.health.accepted(report.accepted.warning());
-                exports.backoff.reset();
-                if report.births > 0 {
-                    // The new series' zeros are in: their values go at once, not an interval later.
-                    exports.retry_at = Some(Instant::now());
-                }
-            }
-            Err(ExportError::Store(e)) => return self.pause(e),
-            Err(e) => exports.failed(&e),
+        if let Err(e) = exports.finish(delivery, done) {
+            return match e {
+                ExportError::Store(e) => self.pause(e),
+                e => Err(e.into()),
+            };
         }
         if let Err(e) = exports.health.save(&self.settings.state_dir.value) {
             events::store::state_write_failed(
@@ -164,8 +190,17 @@ impl Daemon {
     }
 }
 
+/// The OTLP export the daemon drives.
+pub(super) type OtlpExports = Exports<OtlpExporter>;
+
+/// A request in flight and its answer.
+pub(super) type InFlight = (
+    <OtlpExporter as PushSink>::Outgoing,
+    <OtlpExporter as PushSink>::Answer,
+);
+
 /// The answer to the export in flight (never, when there is none).
-pub(super) async fn join(exports: &mut Option<Exports>) -> (Outgoing, Sent) {
+pub(super) async fn join<S: PushSink>(exports: &mut Option<Exports<S>>) -> (S::Outgoing, S::Answer) {
     match exports.as_mut().and_then(|x| x.in_flight.as_mut()) {
         Some(h) => match h.await {
             Ok(done) => done,

@@ -36,7 +36,7 @@ use crate::ingest::PollReport;
 use crate::ingest::verify::Verifier;
 use crate::settings::Settings;
 use crate::store::Store;
-use exports::{Exports, join, sleep_until};
+use exports::{Exports, OtlpExports, join, sleep_until};
 pub use ingest::read_ledger;
 use publish::Published;
 use signals::StopSignals;
@@ -143,7 +143,7 @@ struct Daemon {
     published: Published,
     stats_dir: StatsDir,
     /// `None` with `--otlp off`.
-    exports: Option<Exports>,
+    exports: Option<OtlpExports>,
     /// The run's first poll of the ledger has ended.
     caught_up: bool,
     /// The run's first poll has ended, or found no stats folder to read (`/-/ready`).

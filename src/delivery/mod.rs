@@ -1,6 +1,8 @@
-//! Delivery: what backends have received, apart from what was counted (`store/`). The OTLP leg
-//! asks it what was delivered and settles what the collector answered; `/metrics` tells it what
-//! was served. It keeps:
+//! Delivery: what backends have received, apart from what was counted (`store/`). Each leg talks
+//! to it through its own calls: the OTLP leg begins its next export with
+//! [`Delivery::next_export`] (which reads what was counted: the leg never calls the count store)
+//! and settles the collector's answer with [`Delivery::settle`]; `/metrics` asks what a scrape
+//! may serve with [`Delivery::serve`]. It keeps:
 //!
 //! - the cumulative stream's record (`store::stream`): its start, its last point's time, the
 //!   marks, the births, what `/metrics` served, the identity towards backends;
@@ -8,7 +10,9 @@
 //!   store's database (`store::DeliveredTable`), with the export record beside it;
 //! - the history frontier, noted when the stream first goes out (`store::history`).
 //!
-//! - `export.rs`: a delta export begun, settled, or forgotten; a cumulative one confirmed;
+//! - `export.rs`: the push leg's next export and its answer; beneath them a delta export begun,
+//!   settled, or forgotten, and a cumulative one confirmed;
+//! - `scrape.rs`: the pull leg's publication, with its births and the publication noted;
 //! - `stream.rs`: the stream record written, dated back to a clock, told of births and scrapes;
 //! - `recovery.rs`: an export record that knows of an export the database lost;
 //! - `reopen.rs`: what delivery keeps across a store let go of after a fault.
@@ -16,6 +20,7 @@
 mod export;
 mod recovery;
 mod reopen;
+mod scrape;
 mod stream;
 #[cfg(test)]
 mod tests;
@@ -25,7 +30,9 @@ use std::path::PathBuf;
 use crate::series::{AttrSet, Family, Sums};
 use crate::store::stream::{self as stream_record, StreamRecord};
 use crate::store::{DeliveredTable, PendingExport, Store, StoreError, export_record, history};
+pub use export::{Outlook, Sending, Settled};
 pub use reopen::Released;
+pub use scrape::{Scrapes, Served, Serving};
 
 /// What backends have received from one store.
 pub struct Delivery {
@@ -88,7 +95,8 @@ impl Delivery {
     }
 
     /// What has been delivered to the collector, per series.
-    pub fn delivered(&self) -> &Sums {
+    #[cfg(test)]
+    fn delivered(&self) -> &Sums {
         &self.delivered
     }
 
@@ -98,7 +106,8 @@ impl Delivery {
     }
 
     /// Exports ever begun.
-    pub fn exports(&self) -> u64 {
+    #[cfg(test)]
+    fn exports(&self) -> u64 {
         self.exports
     }
 

@@ -50,7 +50,7 @@ impl Released {
             // A store made anew continues the stream: the fold keeps the sets it sent.
             store.take_published(delivery.published());
         }
-        if delivery.delivered().is_empty() && !self.delivered.is_empty() {
+        if delivery.delivered.is_empty() && !self.delivered.is_empty() {
             delivery.confirm_delivered(&self.delivered)?;
         }
         Ok((store, delivery))

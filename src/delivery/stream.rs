@@ -13,7 +13,11 @@ use crate::store::{Store, StoreError};
 impl Delivery {
     /// Durably records `stream` before the export it describes is sent (see `store::stream`).
     /// `store` is read once, by the stream's first send (its history frontier).
-    pub fn record_stream(&mut self, store: &Store, mut stream: StreamRecord) -> Result<(), StoreError> {
+    pub(super) fn record_stream(
+        &mut self,
+        store: &Store,
+        mut stream: StreamRecord,
+    ) -> Result<(), StoreError> {
         if stream.instance.is_none() {
             stream.instance = self.stream.instance.clone();
         }
@@ -65,7 +69,7 @@ impl Delivery {
 
     /// Brings a stream record written under a clock that ran fast back to the clock `now_ns`
     /// (see `StreamRecord::come_back_to`), durably; how far ahead it was, to be said, or `None`.
-    pub fn bring_stream_back(&mut self, now_ns: u64) -> Result<Option<u64>, StoreError> {
+    pub(super) fn bring_stream_back(&mut self, now_ns: u64) -> Result<Option<u64>, StoreError> {
         // A clock before 1970 (0) is no clock to come back to.
         if now_ns == 0 || !self.stream.ahead_of(now_ns) {
             return Ok(None);
@@ -84,7 +88,7 @@ impl Delivery {
     /// values `served` and the line counts `counts`: written when `force`d (a clean stop) or
     /// when the last note is a minute old or more. A note lost to a crash leaves an older one:
     /// births dated earlier, never later, and values served no lower than it says.
-    pub fn note_publication(
+    pub(super) fn note_publication(
         &mut self,
         now_ns: u64,
         force: bool,
@@ -106,7 +110,7 @@ impl Delivery {
     /// the store's first publication, born at `born_ns` afterwards (docs/counting-rules.md,
     /// "Births"). A first publication `served` on `/metrics`, at `now_ns`, is the stream's first
     /// send.
-    pub fn record_births(
+    pub(super) fn record_births(
         &mut self,
         store: &Store,
         born_ns: u64,

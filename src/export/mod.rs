@@ -10,6 +10,7 @@ pub mod prometheus;
 pub mod resource;
 pub mod self_metrics;
 pub mod server;
+pub mod sink;
 pub mod tls;
 pub mod transport;
 pub mod web;

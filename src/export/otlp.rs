@@ -29,8 +29,9 @@ use opentelemetry_proto::tonic::resource::v1::Resource;
 
 use super::payload::{self, Contents, Interval, Part, Temporality};
 use super::self_metrics::SelfStats;
+use super::sink::PushSink;
 use super::transport::{Accepted, OtlpTarget, SendError, Transport};
-use crate::delivery::Delivery;
+use crate::delivery::{Delivery, Outlook, Sending, Settled};
 use crate::series::{AttrSet, Sums};
 use crate::store::{PendingExport, Store, StoreError};
 
@@ -177,7 +178,7 @@ impl OtlpExporter {
     }
 
     /// A handle to send with, for a task of its own.
-    pub fn transport(&self) -> Transport {
+    fn transport(&self) -> Transport {
         self.transport.clone()
     }
 
@@ -214,17 +215,28 @@ impl OtlpExporter {
         delivery: &mut Delivery,
         self_stats: &SelfStats,
     ) -> Result<Option<Outgoing>, ExportError> {
-        if delivery.pending_export().is_some() {
-            // A delta export a run did not see answered: its outcome is unknown.
-            delivery.finish_export()?;
-        }
-        delivery.bring_stream_back(now_ns())?;
-        let lifetime = store.lifetime().clone();
-        let stream = delivery.stream();
+        let now_ns = now_ns();
+        let outgoing =
+            delivery.next_export(store, now_ns, |outlook| self.build(outlook, self_stats, now_ns))?;
+        Ok(outgoing)
+    }
+
+    /// The request for what `outlook` shows, and what it marks and delivers once sent.
+    fn build(
+        &mut self,
+        outlook: Outlook<'_>,
+        self_stats: &SelfStats,
+        now_ns: u64,
+    ) -> Option<Sending<Outgoing>> {
+        let Outlook {
+            lifetime,
+            stream,
+            delivered,
+        } = outlook;
         let (values, start_ns) = match self.temporality {
             Temporality::Cumulative => (lifetime.clone(), stream.start_ns),
             Temporality::Delta => (
-                lifetime.minus(delivery.delivered()),
+                lifetime.minus(delivered),
                 // Right after the last export (or the stream's start): delta intervals follow
                 // one another without overlap.
                 stream.last_time_ns.max(stream.start_ns),
@@ -233,10 +245,9 @@ impl OtlpExporter {
         // Points new to the backend since the stream's first export, whose zero it lacks: never
         // sent cumulative (no mark) nor delta (nothing delivered).
         let births = match self.temporality {
-            Temporality::Cumulative if stream.last_time_ns != 0 => values
-                .unsent(&stream.marks)
-                .unsent(delivery.delivered())
-                .unsent(&self.born),
+            Temporality::Cumulative if stream.last_time_ns != 0 => {
+                values.unsent(&stream.marks).unsent(delivered).unsent(&self.born)
+            }
             _ => Sums::default(),
         };
         let born = !births.is_empty();
@@ -245,7 +256,7 @@ impl OtlpExporter {
         }
         let end_ns = match (born, self.answered) {
             (true, false) => stream.birth_time_ns(),
-            _ => stream.next_time_ns(now_ns()),
+            _ => stream.next_time_ns(now_ns),
         };
         let contents = Contents {
             values: if born { &births } else { &values },
@@ -256,29 +267,28 @@ impl OtlpExporter {
             births: born,
             gen_ai: self.gen_ai,
         };
-        let Some((parts, built)) = payload::parts(&self.resource, &contents, self.max_request_bytes) else {
-            return Ok(None);
-        };
+        let (parts, built) = payload::parts(&self.resource, &contents, self.max_request_bytes)?;
         let marked = payload::marked(&contents);
-        if self.temporality == Temporality::Delta && !born {
-            delivery.begin_export(PendingExport {
-                delivered_after: lifetime.clone(),
-            })?;
-        }
-        delivery.record_stream(store, marked)?;
+        let delivers = (self.temporality == Temporality::Delta && !born).then(|| PendingExport {
+            delivered_after: lifetime.clone(),
+        });
         let requests = parts.len();
-        Ok(Some(Outgoing {
-            parts: Arc::new(parts),
-            report: ExportReport {
-                data_points: built.points,
-                held: built.held,
-                requests,
-                accepted: Accepted::default(),
-                births: if born { built.points } else { 0 },
+        Some(Sending {
+            request: Outgoing {
+                parts: Arc::new(parts),
+                report: ExportReport {
+                    data_points: built.points,
+                    held: built.held,
+                    requests,
+                    accepted: Accepted::default(),
+                    births: if born { built.points } else { 0 },
+                },
+                lifetime: lifetime.clone(),
+                births: born.then_some(births),
             },
-            lifetime,
-            births: born.then_some(births),
-        }))
+            stream: marked,
+            delivers,
+        })
     }
 
     /// Records the collector's answers to `outgoing`'s requests.
@@ -317,7 +327,7 @@ impl OtlpExporter {
         match (self.temporality, sent.result) {
             (Temporality::Cumulative, Ok(accepted)) => {
                 self.answered = true;
-                delivery.confirm_delivered(&outgoing.lifetime)?;
+                delivery.settle(Settled::Has(&outgoing.lifetime))?;
                 Ok(ExportReport {
                     accepted,
                     ..outgoing.report
@@ -325,11 +335,11 @@ impl OtlpExporter {
             }
             // Nothing to undo: the next export carries the same totals, or higher.
             (Temporality::Cumulative, Err(error)) => {
-                delivery.confirm_delivered(&taken)?;
+                delivery.settle(Settled::Has(&taken))?;
                 Err(self.send_error(error))
             }
             (Temporality::Delta, Ok(accepted)) => {
-                delivery.finish_export()?;
+                delivery.settle(Settled::Delivered)?;
                 Ok(ExportReport {
                     accepted,
                     ..outgoing.report
@@ -338,10 +348,10 @@ impl OtlpExporter {
             (Temporality::Delta, Err(error)) => {
                 if error.outcome_unknown() {
                     // The collector may have it: err toward under-counting.
-                    delivery.finish_export()?;
+                    delivery.settle(Settled::Delivered)?;
                 } else {
                     // It certainly does not have the rest: the next export carries it again.
-                    delivery.finish_export_of(&taken)?;
+                    delivery.settle(Settled::DeliveredOnly(&taken))?;
                 }
                 Err(self.send_error(error))
             }
@@ -360,6 +370,45 @@ impl OtlpExporter {
             endpoint: self.target.shown_endpoint(),
             error,
         }
+    }
+}
+
+impl PushSink for OtlpExporter {
+    type Outgoing = Outgoing;
+    type Answer = Sent;
+
+    fn endpoint(&self) -> String {
+        OtlpExporter::endpoint(self)
+    }
+
+    fn prepare(
+        &mut self,
+        store: &Store,
+        delivery: &mut Delivery,
+        self_stats: &SelfStats,
+    ) -> Result<Option<Outgoing>, ExportError> {
+        OtlpExporter::prepare(self, store, delivery, self_stats)
+    }
+
+    fn send(&self, outgoing: Outgoing) -> impl Future<Output = (Outgoing, Sent)> + Send + 'static {
+        let transport = self.transport();
+        async move {
+            let sent = outgoing.send(transport).await;
+            (outgoing, sent)
+        }
+    }
+
+    fn held(outgoing: &Outgoing) -> usize {
+        outgoing.report.held
+    }
+
+    fn complete(
+        &mut self,
+        delivery: &mut Delivery,
+        outgoing: Outgoing,
+        sent: Sent,
+    ) -> Result<ExportReport, ExportError> {
+        OtlpExporter::complete(self, delivery, outgoing, sent)
     }
 }
 

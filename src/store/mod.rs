@@ -11,12 +11,13 @@
 //! The files, lowest first: each imports only files before it, and this one defines nothing
 //! (`tests/layers/store_imports.rs`).
 //!
-//! - `error.rs`: what can go wrong, each in one line with its fix;
-//! - `engine/`: sled's configuration, reads and writes ([`engine::Write`]), and the key table
-//!   with the store's format;
 //! - `seen.rs`, `counts.rs`, `pending_export.rs`, `pass_regions.rs`: the values the store holds
 //!   (seen-set partitions, ingestion counts, the delta export in flight, the cost pass's regions);
+//! - `engine/keys.rs`: the key table, with the store's format;
+//! - `error.rs`: what can go wrong, each in one line with its fix;
+//! - `engine/`: sled's configuration, reads and writes ([`engine::Write`]);
 //! - `lock.rs`, `private_dir.rs`: one process per state dir, and a state dir of its own;
+//! - `upgrade/layouts.rs`: the older layouts' decoders;
 //! - `records/`: the small files beside the store that must survive a power cut (the stream
 //!   record, the export record, the history frontier), in one checksummed frame;
 //! - `partitions.rs`: the seen set's partitions as committed, and how a commit writes them;
@@ -26,6 +27,9 @@
 //! - `marking.rs`: a poll's lines marked seen against the committed seen set;
 //! - `recovery.rs`: opening a store that was there, and refusing one that was damaged;
 //! - `upgrade/`: older formats converted where they are loaded, and the cost pass's store side.
+//!
+//! Between the methods of [`Store`] in `count_store.rs`, `recovery.rs` and `upgrade/` calls run
+//! both ways (opening recovers, recovery upgrades, an upgrade loads): they are one type's.
 
 mod batch;
 mod count_store;

@@ -165,37 +165,58 @@ fn each_concern_stays_in_its_room() {
 }
 
 /// Counting apart from delivery (docs/design.md, "Layout"): `impl Store` is the count store's,
-/// in `store/` alone; an export reads what was counted once (`store.lifetime()`), and every
-/// other step of its path (what was delivered, the export in flight, the stream) is `Delivery`'s.
+/// in `store/` alone. Each leg talks to `Delivery` through its own calls: the OTLP leg, which
+/// never calls the count store, begins its next export at one place (`next_export`, which reads
+/// what was counted) and settles the collector's answer (`settle`); `/metrics` asks what a scrape
+/// may serve (`serve`, and `serve_last` at a clean stop).
 #[test]
-fn an_export_enters_the_count_store_once() {
+fn each_leg_talks_to_delivery_at_one_place() {
+    const PUSH: &[&str] = &["next_export(", "settle("];
+    const PULL: &[&str] = &["serve(", "serve_last("];
     let mut wrong = Vec::new();
-    let mut reads = 0;
+    let mut begun = 0;
     for (rel, _, text) in all_sources() {
         let code = store_imports::without_comments(&code_lines(&text));
         if code.contains("impl Store {") && !rel.starts_with("store/") {
             wrong.push(format!("src/{rel}: `impl Store` outside the count store"));
         }
-        if !rel.starts_with("export/") {
-            continue;
-        }
-        for (at, _) in code.match_indices("store.") {
-            // `store` the variable, not a word of a name (`reasonix_exporter.store.size`).
-            let before = code[..at].chars().next_back();
-            if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.') {
-                continue;
+        let leg = match rel.as_str() {
+            r if r.starts_with("export/") || r == "daemon/exports.rs" => PUSH,
+            "daemon/publish.rs" => PULL,
+            _ => continue,
+        };
+        let first_line = |at: usize| code[at..].lines().next().unwrap_or("").to_string();
+        if leg == PUSH {
+            for at in calls_on(&code, "store.") {
+                wrong.push(format!(
+                    "src/{rel}: the export path calls the count store: {}",
+                    first_line(at)
+                ));
             }
-            match code[at..].strip_prefix("store.lifetime()") {
-                Some(_) => reads += 1,
+        }
+        for at in calls_on(&code, "delivery.") {
+            let call = &code[at + "delivery.".len()..];
+            match leg.iter().find(|method| call.starts_with(**method)) {
+                Some(&"next_export(") => begun += 1,
+                Some(_) => {}
                 None => wrong.push(format!(
-                    "src/{rel}: the export path calls the store: {}",
-                    code[at..].lines().next().unwrap_or("")
+                    "src/{rel}: a leg calls delivery elsewhere: {}",
+                    first_line(at)
                 )),
             }
         }
     }
-    assert_eq!(reads, 1, "an export reads the store's lifetime totals once");
+    assert_eq!(begun, 1, "the OTLP leg begins its exports at one place");
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// Where `code` calls a method on the variable `name` ends in (`store.`), not on a field or a
+/// word of a longer name (`self.store.`, `reasonix_exporter.store.size`).
+fn calls_on<'a>(code: &'a str, name: &'a str) -> impl Iterator<Item = usize> + 'a {
+    code.match_indices(name).filter_map(move |(at, _)| {
+        let before = code[..at].chars().next_back();
+        (!before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.')).then_some(at)
+    })
 }
 
 /// The level of a `tracing::` call that makes an event.
