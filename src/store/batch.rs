@@ -36,7 +36,7 @@ pub(super) struct PassBatch {
 /// few fsyncs, small enough that memory stays flat whatever the ledger's size.
 const COMMIT_BYTES: u64 = 32 << 20;
 
-/// ... or this many, once it holds lines of more than [`FEW_DAYS`] days. A commit rewrites every
+/// ... or this many, once it holds lines dated on more than [`FEW_DAYS`] days. A commit rewrites every
 /// seen-set partition of each day it touches: a batch of one busy day keeps to the larger size,
 /// as each commit rewrites that whole day (8 MiB made a 2M-line day's backfill 2.1x slower), and
 /// one of many ordinary days, whose partitions are small, commits sooner and holds less (a
@@ -70,13 +70,15 @@ impl Batch {
     /// Whether the batch holds enough to be committed now ([`COMMIT_BYTES`],
     /// [`COMMIT_BYTES_MANY_DAYS`], [`COMMIT_DAYS`]).
     pub fn is_full(&self) -> bool {
-        let days = self.days();
-        let limit = if days > FEW_DAYS {
+        // The days whose lines it holds: the seen set's partitions of lines without a day, and
+        // the cost pass's copy of the same days, are not more days.
+        let dated = self.partitions.days.keys().filter(|day| day.is_some()).count();
+        let limit = if dated > FEW_DAYS {
             COMMIT_BYTES_MANY_DAYS
         } else {
             COMMIT_BYTES
         };
-        self.counts.bytes >= limit || days >= COMMIT_DAYS
+        self.counts.bytes >= limit || self.days() >= COMMIT_DAYS
     }
 
     /// Adds what `row` counts (its `part`) to its series; `known` holds the store's series (for
