@@ -95,9 +95,7 @@ impl<S: PushSink> Exports<S> {
             }
         }
     }
-}
 
-impl<S: PushSink> Exports<S> {
     /// Prepares the next request (its record made durable) and sends it from a task of its own.
     /// `Ok` also when there was nothing to send.
     fn start(

@@ -92,10 +92,6 @@ pub struct Sent {
 }
 
 impl Outgoing {
-    pub fn report(&self) -> ExportReport {
-        self.report.clone()
-    }
-
     /// Sends every request in order, stopping at the first that fails.
     pub async fn send(&self, transport: Transport) -> Sent {
         let mut said = Accepted::default();
@@ -172,11 +168,6 @@ impl OtlpExporter {
         })
     }
 
-    /// The endpoint as it may be shown (no credentials).
-    pub fn endpoint(&self) -> String {
-        self.target.shown_endpoint()
-    }
-
     /// A handle to send with, for a task of its own.
     fn transport(&self) -> Transport {
         self.transport.clone()
@@ -205,20 +196,6 @@ impl OtlpExporter {
                 done => return done,
             }
         }
-    }
-
-    /// The next request to send, its record made durable; `None` when there is nothing to send.
-    /// What was counted is read from `store`; everything else is `delivery`'s.
-    pub fn prepare(
-        &mut self,
-        store: &Store,
-        delivery: &mut Delivery,
-        self_stats: &SelfStats,
-    ) -> Result<Option<Outgoing>, ExportError> {
-        let now_ns = now_ns();
-        let outgoing =
-            delivery.next_export(store, now_ns, |outlook| self.build(outlook, self_stats, now_ns))?;
-        Ok(outgoing)
     }
 
     /// The request for what `outlook` shows, and what it marks and delivers once sent.
@@ -291,8 +268,58 @@ impl OtlpExporter {
         })
     }
 
+    fn send_error(&mut self, error: SendError) -> ExportError {
+        if let SendError::Refused { too_large: true, .. } = error {
+            let smaller = (self.max_request_bytes / 2).max(MIN_REQUEST_BYTES);
+            if smaller < self.max_request_bytes {
+                crate::events::export::request_shrunk(smaller >> 10);
+                self.max_request_bytes = smaller;
+            }
+        }
+        ExportError::Send {
+            endpoint: self.target.shown_endpoint(),
+            error,
+        }
+    }
+}
+
+impl PushSink for OtlpExporter {
+    type Outgoing = Outgoing;
+    type Answer = Sent;
+
+    /// The endpoint as it may be shown (no credentials).
+    fn endpoint(&self) -> String {
+        self.target.shown_endpoint()
+    }
+
+    /// The next request to send, its record made durable; `None` when there is nothing to send.
+    /// What was counted is read from `store`; everything else is `delivery`'s.
+    fn prepare(
+        &mut self,
+        store: &Store,
+        delivery: &mut Delivery,
+        self_stats: &SelfStats,
+    ) -> Result<Option<Outgoing>, ExportError> {
+        let now_ns = now_ns();
+        let outgoing =
+            delivery.next_export(store, now_ns, |outlook| self.build(outlook, self_stats, now_ns))?;
+        Ok(outgoing)
+    }
+
+    fn send(&self, outgoing: Outgoing) -> impl Future<Output = (Outgoing, Sent)> + Send + 'static {
+        let transport = self.transport();
+        async move {
+            let sent = outgoing.send(transport).await;
+            (outgoing, sent)
+        }
+    }
+
+    fn held(outgoing: &Outgoing) -> usize {
+        outgoing.report.held
+    }
+
     /// Records the collector's answers to `outgoing`'s requests.
-    pub fn complete(
+    fn complete(
         &mut self,
         delivery: &mut Delivery,
         outgoing: Outgoing,
@@ -356,59 +383,6 @@ impl OtlpExporter {
                 Err(self.send_error(error))
             }
         }
-    }
-
-    fn send_error(&mut self, error: SendError) -> ExportError {
-        if let SendError::Refused { too_large: true, .. } = error {
-            let smaller = (self.max_request_bytes / 2).max(MIN_REQUEST_BYTES);
-            if smaller < self.max_request_bytes {
-                crate::events::export::request_shrunk(smaller >> 10);
-                self.max_request_bytes = smaller;
-            }
-        }
-        ExportError::Send {
-            endpoint: self.target.shown_endpoint(),
-            error,
-        }
-    }
-}
-
-impl PushSink for OtlpExporter {
-    type Outgoing = Outgoing;
-    type Answer = Sent;
-
-    fn endpoint(&self) -> String {
-        OtlpExporter::endpoint(self)
-    }
-
-    fn prepare(
-        &mut self,
-        store: &Store,
-        delivery: &mut Delivery,
-        self_stats: &SelfStats,
-    ) -> Result<Option<Outgoing>, ExportError> {
-        OtlpExporter::prepare(self, store, delivery, self_stats)
-    }
-
-    fn send(&self, outgoing: Outgoing) -> impl Future<Output = (Outgoing, Sent)> + Send + 'static {
-        let transport = self.transport();
-        async move {
-            let sent = outgoing.send(transport).await;
-            (outgoing, sent)
-        }
-    }
-
-    fn held(outgoing: &Outgoing) -> usize {
-        outgoing.report.held
-    }
-
-    fn complete(
-        &mut self,
-        delivery: &mut Delivery,
-        outgoing: Outgoing,
-        sent: Sent,
-    ) -> Result<ExportReport, ExportError> {
-        OtlpExporter::complete(self, delivery, outgoing, sent)
     }
 }
 

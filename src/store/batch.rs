@@ -123,3 +123,42 @@ impl Batch {
                 .is_none_or(|pass| pass.progress.files.is_empty() && !pass.progress.finished)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ledger::timestamp::day_of_rfc3339;
+    use crate::store::partitions::BatchDay;
+
+    /// A batch of `bytes` ledger bytes whose lines fall on `days` (`None`: lines without a day).
+    fn holding(bytes: u64, days: &[Option<&str>]) -> Batch {
+        let mut batch = Batch::default();
+        batch.counts.bytes = bytes;
+        for day in days {
+            let day = day.map(|d| day_of_rfc3339(&format!("{d}T00:00:00Z")).unwrap());
+            let held = BatchDay {
+                depth: 0,
+                partitions: Vec::new(),
+            };
+            batch.partitions.days.insert(day, held);
+        }
+        batch
+    }
+
+    #[test]
+    fn a_batch_of_many_days_closes_at_8_mib_and_one_of_a_busy_day_at_32() {
+        let (many, few) = (COMMIT_BYTES_MANY_DAYS, COMMIT_BYTES);
+        let two = [Some("2026-01-01"), Some("2026-01-02")];
+        let three = [Some("2026-01-01"), Some("2026-01-02"), Some("2026-01-03")];
+        assert!(!holding(few - 1, &two).is_full());
+        assert!(holding(few, &two).is_full());
+        assert!(!holding(many - 1, &three).is_full());
+        assert!(holding(many, &three).is_full());
+        // Lines without a day are no day more: a busy day's commit stays large.
+        let busy = [Some("2026-01-01"), Some("2026-01-02"), None];
+        assert!(!holding(many, &busy).is_full());
+        let years: Vec<String> = (0..COMMIT_DAYS).map(|i| format!("{}-01-01", 2000 + i)).collect();
+        let years: Vec<Option<&str>> = years.iter().map(|y| Some(y.as_str())).collect();
+        assert!(holding(0, &years).is_full());
+    }
+}

@@ -342,4 +342,30 @@ mod tests {
         let opened = opener.join().unwrap();
         assert!(opened.is_ok(), "{}", opened.unwrap_err());
     }
+
+    /// Every key and value of `store` but its format version.
+    fn contents(store: &Store) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let entries = store.db.scan(&[]).map(|entry| entry.unwrap());
+        let entries = entries.map(|(key, value)| (key.to_vec(), value.to_vec()));
+        entries
+            .filter(|(key, _)| key.as_slice() != keys::VERSION)
+            .collect()
+    }
+
+    #[test]
+    fn a_store_of_format_6_gains_this_formats_version_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let before = {
+            let store = Store::open(dir.path(), false).unwrap();
+            let mut write = Write::default();
+            write.insert(keys::VERSION, 6u32.to_le_bytes());
+            store.apply(write).unwrap();
+            contents(&store)
+        };
+        let store = Store::open(dir.path(), false).unwrap();
+        let version = store.get(keys::VERSION).unwrap().unwrap();
+        assert_eq!(&*version, &keys::FORMAT_VERSION.to_le_bytes()[..]);
+        assert_eq!(keys::FORMAT_VERSION, 7);
+        assert_eq!(contents(&store), before);
+    }
 }

@@ -27,36 +27,30 @@ use before_cost::BEFORE_COST;
 use layouts::{WIDTH_BEFORE_WIDTH, totals_before_width};
 pub use layouts::{pending_before_cost, pending_before_width, sums_before_cost, sums_before_width};
 
-/// The format of stores before the seen set's days were split deeper than four partitions.
-const BEFORE_SPLIT: u32 = 4;
-
-/// The format of stores before [`Totals`] were stored with their width.
+/// The format of stores before [`Totals`] were stored with their width; format 4, before the
+/// seen set's days were split deeper than four partitions, is one of these whose days are all
+/// four partitions deep.
 const BEFORE_WIDTH: u32 = 5;
-
-/// The format of stores before checkpoints were fingerprinted by blocks.
-const BEFORE_BLOCKS: u32 = 6;
 
 impl Store {
     /// Brings a store whose format is `value` to this one; refuses a newer one, and one older
     /// than this build reads.
     pub(super) fn upgrade_from(&mut self, value: &[u8]) -> Result<(), StoreError> {
         let found = self.check_version(value)?;
-        let mut write = Write::default();
-        if found == BEFORE_BLOCKS {
-            write.insert(keys::VERSION, FORMAT_VERSION.to_le_bytes());
-            return self.apply(write);
-        }
-        if !matches!(found, BEFORE_COST | BEFORE_SPLIT | BEFORE_WIDTH) {
+        if found == FORMAT_VERSION {
             return Ok(());
         }
+        let mut write = Write::default();
         let mut regions = None;
         if found == BEFORE_COST {
             regions = Some(self.upgrade_before_cost(&mut write)?);
         }
-        // A store of format [`BEFORE_SPLIT`] is one of [`BEFORE_WIDTH`] whose days are all four
-        // partitions deep: its new version alone makes a build that cannot read a day split
-        // deeper refuse the store rather than count that day's lines again.
-        self.upgrade_before_width(&mut write, found)?;
+        if found <= BEFORE_WIDTH {
+            self.upgrade_before_width(&mut write, found)?;
+        }
+        // Every older format gains this one's version, which makes a build that cannot read what
+        // changed since refuse the store as newer rather than count lines again (format 4's days
+        // split deeper; format 6, before checkpoints by blocks, gains nothing else).
         write.insert(keys::VERSION, FORMAT_VERSION.to_le_bytes());
         self.apply(write)?;
         if let Some(files) = regions {
