@@ -57,6 +57,7 @@ pub async fn once(settings: &Settings) -> anyhow::Result<()> {
     }
 
     let Some(otlp) = &settings.otlp else {
+        drop(delivery);
         store.close_without_fsync()?;
         return Ok(());
     };
@@ -84,6 +85,7 @@ pub async fn once(settings: &Settings) -> anyhow::Result<()> {
         events::export::partial(&warning);
     }
     say_exported(&report, &otlp.target.shown_endpoint());
+    drop(delivery);
     store.close_without_fsync()?;
     Ok(())
 }

@@ -151,7 +151,8 @@ impl Daemon {
         if let Some(exports) = self.exports.as_mut() {
             exports.retry_at = None;
         }
-        let (Some(exports), Some(Opened { store, delivery })) = (self.exports.as_mut(), self.opened.as_mut())
+        let (Some(exports), Some(Opened { store, delivery, .. })) =
+            (self.exports.as_mut(), self.opened.as_mut())
         else {
             return Ok(());
         };

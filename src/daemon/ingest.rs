@@ -113,6 +113,7 @@ impl Daemon {
             Err(IngestError::Store(e)) => return self.pause(e),
         }
         self.verify_in_background(&stats_dir)?;
+        self.reopen_grown_store()?;
         self.publish();
         Ok(())
     }

@@ -6,6 +6,7 @@
 //! - `publish.rs`: what `/metrics` and `status` are handed after every commit;
 //! - `stats_dir.rs`: the stats folder coming and going, file events, unreadable files;
 //! - `store_fault.rs`: counting paused on a store that cannot be written, and resumed;
+//! - `store_reopen.rs`: the store opened again once it has grown (its memory, its compaction);
 //! - `exports.rs`: the export task, its retries and what the collector said;
 //! - `tests.rs`: the schedule on tokio's paused clock.
 
@@ -15,6 +16,7 @@ mod publish;
 mod signals;
 mod stats_dir;
 mod store_fault;
+mod store_reopen;
 #[cfg(test)]
 mod tests;
 
@@ -123,13 +125,23 @@ pub async fn run(settings: &Settings, web: Option<Web>) -> anyhow::Result<()> {
 struct Opened {
     delivery: Delivery,
     store: Store,
+    /// The store's size on disk when it was opened (see `store_reopen.rs`).
+    opened_bytes: u64,
 }
 
 impl Opened {
+    fn new(store: Store, delivery: Delivery) -> Opened {
+        Opened {
+            opened_bytes: store.disk_size(),
+            delivery,
+            store,
+        }
+    }
+
     fn open(state_dir: &std::path::Path, reset: bool) -> Result<Opened, crate::store::StoreError> {
         let mut store = Store::open(state_dir, reset)?;
         let delivery = Delivery::open(&mut store, reset)?;
-        Ok(Opened { store, delivery })
+        Ok(Opened::new(store, delivery))
     }
 }
 
@@ -233,7 +245,7 @@ impl Daemon {
     /// Hands `/metrics` and `status` the store's committed state.
     fn publish(&mut self) {
         let self_stats = self.self_stats();
-        if let Some(Opened { store, delivery }) = self.opened.as_mut() {
+        if let Some(Opened { store, delivery, .. }) = self.opened.as_mut() {
             self.published.publish(
                 store,
                 delivery,
@@ -256,12 +268,12 @@ impl Daemon {
             }
         }
         let self_stats = self.self_stats();
-        if let Some(Opened { store, delivery }) = self.opened.as_mut() {
+        if let Some(Opened { store, delivery, .. }) = self.opened.as_mut() {
             self.published.note_the_last(store, delivery);
         }
         if self.opened.is_none() {
             events::daemon::stopped(Stopped::Paused);
-        } else if let (Some(exports), Some(Opened { store, delivery })) =
+        } else if let (Some(exports), Some(Opened { store, delivery, .. })) =
             (self.exports.as_mut(), self.opened.as_mut())
         {
             let last = exports.exporter.export(store, delivery, &self_stats);

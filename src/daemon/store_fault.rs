@@ -50,11 +50,20 @@ impl Daemon {
     /// reopened at the next retry. Nothing is lost: what was not committed is read again from
     /// the ledger. A damaged or foreign store still ends the process.
     pub(super) fn pause(&mut self, error: StoreError) -> anyhow::Result<()> {
+        if !matches!(error, StoreError::Io { .. }) {
+            return Err(error.into());
+        }
+        let Some(Opened { store, delivery, .. }) = self.opened.take() else {
+            return Ok(());
+        };
+        // sled's lock and ours let one store per folder be open: this one goes first.
+        self.pause_released(error, delivery.release(store))
+    }
+
+    /// [`Daemon::pause`] for a store already let go of, as `released`.
+    pub(super) fn pause_released(&mut self, error: StoreError, released: Released) -> anyhow::Result<()> {
         let StoreError::Io { error: cause, .. } = &error else {
             return Err(error.into());
-        };
-        let Some(Opened { store, delivery }) = self.opened.take() else {
-            return Ok(());
         };
         let first = self.settings.poll_interval.value.max(FIRST_RETRY);
         let mut backoff = Backoff::new(first, MAX_STORE_RETRY);
@@ -66,8 +75,7 @@ impl Daemon {
             since: Instant::now(),
             retry_at: Instant::now() + retry,
             backoff,
-            // sled's lock and ours let one store per folder be open: this one goes first.
-            released: delivery.release(store),
+            released,
         });
         Ok(())
     }
@@ -85,7 +93,7 @@ impl Daemon {
                 events::store::resumed(fault.since.elapsed());
                 // The store may be one made anew: its first poll reads every file.
                 self.stats_dir.listed = None;
-                self.opened = Some(Opened { store, delivery });
+                self.opened = Some(Opened::new(store, delivery));
                 self.fault = None;
                 Ok(true)
             }

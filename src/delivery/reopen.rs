@@ -9,6 +9,7 @@ use crate::store::stream::StreamRecord;
 use crate::store::{Store, StoreError};
 
 /// A store let go of, and what the one that replaces it continues.
+#[derive(Clone)]
 pub struct Released {
     state_dir: PathBuf,
     /// The cumulative stream as exported: a store rebuilt from the ledger (its folder was
@@ -22,18 +23,36 @@ impl Delivery {
     /// Lets go of `store` and of this delivery's handle on it, and with them of the store's lock
     /// and sled's, so that it can be opened again.
     pub fn release(self, store: Store) -> Released {
-        let state_dir = state_dir_of(&store);
+        // The handle on the database first: the store's lock goes only once sled is closed.
+        let released = self.let_go(&store);
+        drop(store);
+        released
+    }
+
+    /// Closes `store` and opens it again (compacted if that is due: `Store::reopen`) without
+    /// letting go of the state lock, with this delivery's handle on it taken anew; what both
+    /// hold is the same. On an error the store is closed, and what reopens it is returned.
+    pub fn reopen(self, store: Store) -> Result<(Store, Delivery), Box<(StoreError, Released)>> {
+        let released = self.let_go(&store);
+        let mut store = store.reopen().map_err(|e| Box::new((e, released.clone())))?;
+        match Delivery::open(&mut store, false) {
+            Ok(delivery) => Ok((store, delivery)),
+            Err(e) => Err(Box::new((e, released))),
+        }
+    }
+
+    /// This delivery's handle on `store`'s database dropped, and what a store opened again
+    /// continues.
+    fn let_go(self, store: &Store) -> Released {
         let Delivery {
             table,
             stream,
             delivered,
             ..
         } = self;
-        // The handle on the database first: the store's lock goes only once sled is closed.
         drop(table);
-        drop(store);
         Released {
-            state_dir,
+            state_dir: state_dir_of(store),
             stream,
             delivered,
         }

@@ -109,3 +109,28 @@ fn in_once_a_refused_export_is_forgotten_ere_a_kill_can_lose_that() {
     let (_store, delivery) = open(killed.path(), false);
     assert!(delivery.pending_export().is_none());
 }
+
+#[test]
+fn a_store_opened_again_under_its_delivery_keeps_what_was_delivered_and_what_is_pending() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, mut delivery) = open(dir.path(), false);
+    export(&mut delivery, 4);
+    delivery.finish_export().unwrap();
+    export(&mut delivery, 9);
+    let (store, delivery) = match delivery.reopen(store) {
+        Ok(reopened) => reopened,
+        Err(failed) => panic!("{}", failed.0),
+    };
+    assert_eq!(delivery.exports(), 2);
+    assert_eq!(requests(delivery.delivered()), 4);
+    let pending = delivery
+        .pending_export()
+        .expect("the export in flight is still pending");
+    assert_eq!(requests(&pending.delivered_after), 9);
+    // The state lock stayed with the store throughout.
+    assert!(matches!(
+        Store::open(dir.path(), false),
+        Err(crate::store::StoreError::Locked { .. })
+    ));
+    drop((delivery, store));
+}

@@ -24,6 +24,26 @@ pub fn resumed(lasted: Duration) {
     );
 }
 
+/// The store was copied into a new database that took its place: `before` bytes on disk, now
+/// `after`, in `lasted`.
+pub fn compacted(before: u64, after: u64, lasted: Duration) {
+    tracing::info!(
+        event = "store.compacted",
+        bytes_before = before,
+        bytes = after,
+        duration_ms = lasted.as_millis() as u64,
+        "store compacted from {:.1} MB to {:.1} MB in {lasted:.0?}",
+        before as f64 / 1e6,
+        after as f64 / 1e6,
+    );
+}
+
+/// A compaction failed; the store goes on as it was.
+pub fn compaction_failed(error: &dyn Display) {
+    tracing::warn!(event = "store.compaction_failed", error = %error,
+        "the store could not be compacted ({error}); it goes on as it was, and compaction is tried again at the next start");
+}
+
 /// The store was converted to `format`; the cost quotes of what it counted are read again from
 /// `files` ledger files.
 pub fn upgraded(store: &Path, format: u32, files: usize) {

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::time::{Instant, SystemTime};
 
 use super::batch::Batch;
 use super::counts::IngestCounts;
@@ -14,7 +14,8 @@ use super::error::StoreError;
 use super::lock::StateLock;
 use super::pass_regions::PassFile;
 use super::records::export_record;
-use super::{partitions, private_dir};
+use super::{compaction, partitions, private_dir};
+use crate::events;
 use crate::ledger::checkpoint::Checkpoint;
 use crate::series::{AttrSet, Sums, Totals};
 
@@ -74,14 +75,25 @@ impl Store {
             ));
         }
         let lock = StateLock::acquire(state_dir, brief)?;
-        let path = state_dir.join("store");
-        let marker = state_dir.join(MARKER_FILE);
-        let record = export_record::path_in(state_dir);
+        if !brief {
+            compaction::finish_interrupted(state_dir)?;
+        }
         if reset {
+            let path = state_dir.join("store");
+            let marker = state_dir.join(MARKER_FILE);
+            let record = export_record::path_in(state_dir);
             for target in [&path, &marker, &record] {
                 crate::own_files::remove_if_present(target).map_err(|e| StoreError::io(target, e))?;
             }
         }
+        Store::open_locked(state_dir, lock, !brief)
+    }
+
+    /// Opens the store under `state_dir`, whose lock is `lock`; compacted first when it is due
+    /// and `may_compact` (see `compaction.rs`).
+    fn open_locked(state_dir: &Path, lock: StateLock, may_compact: bool) -> Result<Store, StoreError> {
+        let path = state_dir.join("store");
+        let marker = state_dir.join(MARKER_FILE);
         // A store folder that is gone was deleted (start over); one that is there but opens
         // empty was damaged (refuse).
         let existed = path.exists();
@@ -93,11 +105,59 @@ impl Store {
             cost_pass: BTreeMap::new(),
             counts: IngestCounts::default(),
             defer_commit_flush: false,
-            record,
+            record: export_record::path_in(state_dir),
             fold_known: None,
             _lock: lock,
         };
         store.load(&marker, existed)?;
+        if may_compact && store.compaction_due() {
+            return store.compacted(state_dir);
+        }
+        Ok(store)
+    }
+
+    /// The folder the store is in.
+    fn state_dir(&self) -> PathBuf {
+        match self.path().parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+            _ => PathBuf::from("."),
+        }
+    }
+
+    /// Whether sled's log has grown far past what the store holds (see `compaction.rs`).
+    pub(super) fn compaction_due(&self) -> bool {
+        let lines = self.counts.counted + self.counts.rejected_total();
+        compaction::is_due(self.disk_size(), lines)
+    }
+
+    /// The store copied into a new database that takes its place, and opened again. A copy that
+    /// fails leaves the store as it was, said once; what the store holds is the same either way.
+    pub(super) fn compacted(self, state_dir: &Path) -> Result<Store, StoreError> {
+        let started = Instant::now();
+        let before = self.disk_size();
+        let copied = compaction::copy(&self.db, state_dir);
+        let Store { db, _lock, .. } = self;
+        drop(db);
+        let result = copied.and_then(|()| compaction::swap(state_dir));
+        compaction::finish_interrupted(state_dir)?;
+        let store = Store::open_locked(state_dir, _lock, false)?;
+        match result {
+            Ok(()) => events::store::compacted(before, store.disk_size(), started.elapsed()),
+            Err(error) => events::store::compaction_failed(&error),
+        }
+        Ok(store)
+    }
+
+    /// Closes the store and opens it again, compacted if that is due, without letting go of the
+    /// state lock: sled's page table and cache start afresh (after a backfill, most of a
+    /// daemon's resident size). What the store holds is the same.
+    pub fn reopen(self) -> Result<Store, StoreError> {
+        let state_dir = self.state_dir();
+        let defer_commit_flush = self.defer_commit_flush;
+        let Store { db, _lock, .. } = self;
+        drop(db);
+        let mut store = Store::open_locked(&state_dir, _lock, true)?;
+        store.defer_commit_flush = defer_commit_flush;
         Ok(store)
     }
 
@@ -204,10 +264,20 @@ impl Store {
     ///
     /// Only for a process about to exit: sled's threads and the state lock live on until then,
     /// so no other process can open the store while they might still write.
+    ///
+    /// A store whose log has grown far past what it holds (a busy day's backfill) is compacted
+    /// first, so that the next open does not pay for that log (see `compaction.rs`): no other
+    /// handle on the database may be left (delivery's is dropped before).
     pub fn close_without_fsync(self) -> Result<(), StoreError> {
-        self.flush()?;
-        engine::start_writeback(&self.db.log());
-        let Store { db, _lock, .. } = self;
+        let store = if self.compaction_due() {
+            let state_dir = self.state_dir();
+            self.compacted(&state_dir)?
+        } else {
+            self
+        };
+        store.flush()?;
+        engine::start_writeback(&store.db.log());
+        let Store { db, _lock, .. } = store;
         db.leave_open();
         std::mem::forget(_lock);
         Ok(())

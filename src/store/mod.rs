@@ -23,6 +23,8 @@
 //! - `partitions.rs`: the seen set's partitions as committed, and how a commit writes them;
 //! - `batch.rs`: what a poll has read and not yet committed;
 //! - `delivered.rs`: delivery's three facts in the database (`delivery/` owns them);
+//! - `compaction.rs`: the store copied into a new database when sled's log has grown far past
+//!   what it holds, swapped in, and a swap a crash cut short finished or undone;
 //! - `count_store.rs`: [`Store`], opened, committed to and closed;
 //! - `marking.rs`: a poll's lines marked seen against the committed seen set;
 //! - `recovery.rs`: opening a store that was there, and refusing one that was damaged;
@@ -32,6 +34,7 @@
 //! both ways (opening recovers, recovery upgrades, an upgrade loads): they are one type's.
 
 mod batch;
+mod compaction;
 mod count_store;
 pub mod counts;
 mod delivered;

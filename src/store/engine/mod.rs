@@ -174,7 +174,7 @@ pub fn start_writeback(file: &Path) {
 /// dropped (spacejam/sled#1234), and fails an open that finds it held. The caller holds the state
 /// lock, so a holder can only be a store this process has just closed. On a timeout, or a log
 /// that cannot be opened, sled's open reports the problem.
-fn wait_for_sled_release(db: &Path) {
+pub(super) fn wait_for_sled_release(db: &Path) {
     let Ok(log) = std::fs::File::open(db) else {
         return;
     };

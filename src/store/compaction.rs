@@ -1,0 +1,244 @@
+//! Compaction: the store copied into a new database when sled's log has grown far past what it
+//! holds, and swapped in for it.
+//!
+//! sled 0.34 reclaims a segment of its log only once half of it or less is live (a constant of
+//! its own), and at every open rewrites each free segment whole. A day of millions of lines,
+//! whose every commit rewrites all its partitions, so leaves a log of several times what it holds
+//! (a 2M-line day: 228 MB for 32 MB of hashes, three fifths of it free segments), which each open
+//! pays for again. A copy written in key order, a MiB a write and each write flushed, holds the
+//! same entries in 1.7–1.8 times their size (56 MB).
+//!
+//! The copy is made beside the store, in `store.next`, and synced; then `store` becomes
+//! `store.old`, `store.next` becomes `store`, and `store.old` is removed, the state dir synced
+//! after each rename. An open under the state lock finishes or undoes a swap a crash cut short
+//! ([`finish_interrupted`]): `store.next` is only ever renamed into place whole, so a state dir
+//! with `store.old` and no `store` takes `store.next` if it is there, and `store.old` back if not.
+
+use std::path::Path;
+
+use super::engine::{Engine, Write};
+use super::error::StoreError;
+use crate::own_files;
+
+/// The copy, while it is being made.
+pub(super) const NEXT: &str = "store.next";
+/// The store before the copy, while the copy takes its place.
+pub(super) const OLD: &str = "store.old";
+
+/// Every line counted or rejected has its 16-byte hash in the seen set.
+const BYTES_PER_LINE: u64 = 16;
+
+/// Room for what is not the seen set (checkpoints, sums, counts) and for sled's own slack: no
+/// store smaller than this is ever compacted.
+const SLACK: u64 = 32 << 20;
+
+/// One write of the copy: sled logs a node as often as it is written, and what a larger write
+/// logs of the nodes it splits stays in the log (8 MiB writes: 81 MB for the 2M-line day).
+const COPY_WRITE_BYTES: usize = 1 << 20;
+
+/// Whether a store of `lines` hashes that takes `disk` bytes is worth compacting: its log is more
+/// than two and a half times the seen set, with [`SLACK`] to spare. A store of the usual shape
+/// stays under it (1M lines in 365 day files: 28 MB, the limit 72 MB); a busy day's passes it
+/// (2M lines of one day: 228 MB, the limit 112 MB) and is left at half the limit or less.
+pub(super) fn is_due(disk: u64, lines: u64) -> bool {
+    let seen = lines.saturating_mul(BYTES_PER_LINE);
+    disk > seen
+        .saturating_mul(2)
+        .saturating_add(seen / 2)
+        .saturating_add(SLACK)
+}
+
+/// Copies every entry of `db` into a new database in `state_dir`'s [`NEXT`], synced to disk.
+pub(super) fn copy(db: &Engine, state_dir: &Path) -> Result<(), StoreError> {
+    let next = state_dir.join(NEXT);
+    own_files::remove_if_present(&next).map_err(|e| StoreError::io(&next, e))?;
+    let copy = Engine::open(&next)?;
+    let mut write = Write::default();
+    let mut bytes = 0;
+    for entry in db.scan(&[]) {
+        let (key, value) = entry?;
+        bytes += key.len() + value.len();
+        write.insert(&*key, &*value);
+        if bytes >= COPY_WRITE_BYTES {
+            copy.apply(std::mem::take(&mut write))?;
+            copy.flush()?;
+            bytes = 0;
+        }
+    }
+    copy.apply(write)?;
+    copy.flush()?;
+    let log = copy.log();
+    drop(copy);
+    super::engine::wait_for_sled_release(&log);
+    sync_database(&next).map_err(|e| StoreError::io(&next, e))
+}
+
+/// Makes every file of the database in `folder`, and the folder's entries, durable.
+fn sync_database(folder: &Path) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(folder)? {
+        let entry = entry?;
+        if entry.file_type()?.is_file() {
+            own_files::sync_file(&entry.path())?;
+        }
+    }
+    own_files::sync_folder(folder)
+}
+
+/// Puts the copy made by [`copy`] in the place of the store, which is closed. On an error the
+/// state dir holds the store or its copy under `store`, or is left for [`finish_interrupted`].
+pub(super) fn swap(state_dir: &Path) -> Result<(), StoreError> {
+    let (store, next, old) = (state_dir.join("store"), state_dir.join(NEXT), state_dir.join(OLD));
+    super::engine::wait_for_sled_release(&store.join(super::engine::SLED_LOG));
+    own_files::remove_if_present(&old).map_err(|e| StoreError::io(&old, e))?;
+    std::fs::rename(&store, &old).map_err(|e| StoreError::io(&store, e))?;
+    own_files::sync_folder(state_dir).map_err(|e| StoreError::io(state_dir, e))?;
+    std::fs::rename(&next, &store).map_err(|e| StoreError::io(&next, e))?;
+    own_files::sync_folder(state_dir).map_err(|e| StoreError::io(state_dir, e))?;
+    own_files::remove_if_present(&old).map_err(|e| StoreError::io(&old, e))
+}
+
+/// Finishes or undoes a swap a crash cut short, and removes a copy that was never swapped in.
+/// Called under the state lock, before the store is opened.
+pub(super) fn finish_interrupted(state_dir: &Path) -> Result<(), StoreError> {
+    let (store, next, old) = (state_dir.join("store"), state_dir.join(NEXT), state_dir.join(OLD));
+    let present = |path: &Path| std::fs::symlink_metadata(path).is_ok();
+    if !present(&store) && present(&old) {
+        // `store` was renamed away only once the copy was whole and synced.
+        let back = if present(&next) { &next } else { &old };
+        std::fs::rename(back, &store).map_err(|e| StoreError::io(back, e))?;
+        own_files::sync_folder(state_dir).map_err(|e| StoreError::io(state_dir, e))?;
+    }
+    for leftover in [&next, &old] {
+        // Best effort: a copy still held by sled's closing thread (Windows) goes at the next
+        // open, and a new copy replaces it in any case.
+        let _ = own_files::remove_if_present(leftover);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Store;
+
+    const MB: u64 = 1_000_000;
+
+    #[test]
+    fn a_busy_days_log_is_due_and_the_usual_shape_and_a_compacted_one_are_not() {
+        // Measured: 1M lines of 365 days, 28 MB; 2M lines of one day, 228 MB then 56 MB.
+        assert!(!is_due(28 * MB, 1_000_000));
+        assert!(is_due(228 * MB, 2_000_000));
+        assert!(!is_due(56 * MB, 2_000_000));
+        // A small store is never worth it, whatever its ratio.
+        assert!(!is_due(30 * MB, 0));
+        assert!(is_due(40 * MB, 0));
+        assert!(!is_due(u64::MAX, u64::MAX));
+    }
+
+    /// A state dir whose `names` are folders, each holding a file that says which it is.
+    fn state_dir(names: &[&str]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for name in names {
+            std::fs::create_dir(dir.path().join(name)).unwrap();
+            std::fs::write(dir.path().join(name).join("was"), name).unwrap();
+        }
+        dir
+    }
+
+    /// What is left in the state dir: its folders, and what `store` was.
+    fn left(dir: &Path) -> (Vec<String>, String) {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        (
+            names,
+            std::fs::read_to_string(dir.join("store").join("was")).unwrap_or_default(),
+        )
+    }
+
+    #[test]
+    fn a_swap_cut_short_is_finished_when_the_copy_was_whole_and_undone_when_not() {
+        let store = vec!["store".to_string()];
+        // The copy was being made: the store stays.
+        let dir = state_dir(&["store", NEXT]);
+        finish_interrupted(dir.path()).unwrap();
+        assert_eq!(left(dir.path()), (store.clone(), "store".into()));
+        // The store was renamed away, so the copy was whole: the copy takes its place.
+        let dir = state_dir(&[OLD, NEXT]);
+        finish_interrupted(dir.path()).unwrap();
+        assert_eq!(left(dir.path()), (store.clone(), NEXT.into()));
+        // The copy is in place; the old store was not removed yet.
+        let dir = state_dir(&["store", OLD]);
+        finish_interrupted(dir.path()).unwrap();
+        assert_eq!(left(dir.path()), (store.clone(), "store".into()));
+        // Only the old store (the copy's rename cannot be undone otherwise): it comes back.
+        let dir = state_dir(&[OLD]);
+        finish_interrupted(dir.path()).unwrap();
+        assert_eq!(left(dir.path()), (store, OLD.into()));
+        // No store at all is a deleted one, rebuilt from the ledger: a lone copy goes.
+        let dir = state_dir(&[NEXT]);
+        finish_interrupted(dir.path()).unwrap();
+        assert_eq!(left(dir.path()), (vec![], String::new()));
+    }
+
+    /// Every key and value of `store`.
+    fn contents(store: &Store) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let entries = store.db.scan(&[]).map(|entry| entry.unwrap());
+        entries
+            .map(|(key, value)| (key.to_vec(), value.to_vec()))
+            .collect()
+    }
+
+    #[test]
+    fn a_compacted_store_holds_every_entry_it_held_in_less_room_and_keeps_its_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), false).unwrap();
+        let mut write = Write::default();
+        for entry in 0..500u32 {
+            write.insert(format!("~entry{entry:04}"), entry.to_le_bytes().repeat(25));
+        }
+        store.apply(write).unwrap();
+        // 40 MiB of values written and taken back: sled's log keeps room for them.
+        let junk = |write: &mut Write, key: u32, value: Option<&[u8]>| match value {
+            Some(value) => write.insert([b"~junk".as_slice(), &key.to_be_bytes()].concat(), value),
+            None => write.remove([b"~junk".as_slice(), &key.to_be_bytes()].concat()),
+        };
+        for round in 0..4u8 {
+            let mut write = Write::default();
+            (0..160).for_each(|key| junk(&mut write, key, Some(&[round; 64 << 10])));
+            store.apply(write).unwrap();
+        }
+        let mut write = Write::default();
+        (0..160).for_each(|key| junk(&mut write, key, None));
+        store.apply(write).unwrap();
+        let (held, before) = (contents(&store), store.disk_size());
+        assert!(store.compaction_due(), "{before} bytes on disk");
+
+        let store = store.compacted(dir.path()).unwrap();
+        assert_eq!(contents(&store), held);
+        assert!(
+            store.disk_size() < before / 4,
+            "{} bytes, {before} before",
+            store.disk_size()
+        );
+        assert!(!store.compaction_due());
+        let mut names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["lock", "store", "store.created"]);
+        assert!(matches!(
+            Store::open(dir.path(), false),
+            Err(StoreError::Locked { .. })
+        ));
+
+        // Opened again (and again the same), then by another process's way in.
+        let store = store.reopen().unwrap();
+        assert_eq!(contents(&store), held);
+        drop(store);
+        assert_eq!(contents(&Store::open(dir.path(), false).unwrap()), held);
+    }
+}
