@@ -144,3 +144,15 @@ pub(super) fn release_freed_memory() {
         libc::malloc_trim(0);
     }
 }
+
+/// Maps every allocation of 128 KiB or more on its own from now on, as glibc does at start. Its
+/// threshold rises past each large block freed (a backfill frees blocks of tens of megabytes),
+/// after which a store opened again takes its page table (6 MiB, zeroed) from the heap, where
+/// zeroing makes every page of it resident at once; mapped, a page is resident once it is used.
+pub(super) fn map_large_allocations() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt has no preconditions; M_MMAP_THRESHOLD only moves where large blocks come from.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 << 10);
+    }
+}

@@ -3,7 +3,7 @@
 //! that grew the store made them, start afresh (a 1M-line backfill left 17 MB of them behind),
 //! and a log that has grown far past what it holds is compacted (`store/compaction.rs`).
 
-use super::ingest::release_freed_memory;
+use super::ingest::{map_large_allocations, release_freed_memory};
 use super::{Daemon, Opened};
 
 /// Growth on disk since the store was opened that has it opened again.
@@ -22,6 +22,7 @@ impl Daemon {
         let Some(Opened { store, delivery, .. }) = self.opened.take_if(grown) else {
             return Ok(());
         };
+        map_large_allocations();
         match delivery.reopen(store) {
             Ok((store, delivery)) => {
                 self.opened = Some(Opened::new(store, delivery));
