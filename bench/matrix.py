@@ -41,13 +41,13 @@ def disk_bytes(folder):
 
 
 def timed(cmd):
-    """Wall seconds and peak RSS (MB) of `cmd`."""
+    """Wall seconds and peak RSS (MiB) of `cmd`."""
     started = time.perf_counter()
     out = subprocess.run(["/usr/bin/time", "-f", "%M"] + cmd, capture_output=True, text=True)
     wall = time.perf_counter() - started
     if out.returncode != 0:
         sys.exit(f"failed: {' '.join(cmd)}\n{out.stderr}")
-    return wall, int(out.stderr.strip().splitlines()[-1]) * 1024 / 1e6
+    return wall, int(out.stderr.strip().splitlines()[-1]) / 1024
 
 
 def once(binary, stats, state):
@@ -89,12 +89,12 @@ def rss_kb(pid):
 
 
 def run_idle(binary, stats, state, lines, idle):
-    """Resident MB of a `run` that backfilled `stats` itself, `idle` s after its reading ended."""
+    """Resident MiB of a `run` that backfilled `stats` itself, `idle` s after its reading ended."""
     port = free_port()
     proc = start_run(binary, stats, state, port)
     wait_read(port, lines, proc)
     time.sleep(idle)
-    rss = rss_kb(proc.pid) * 1024 / 1e6
+    rss = rss_kb(proc.pid) / 1024
     proc.terminate()
     proc.wait()
     return rss
@@ -205,10 +205,10 @@ def report(rows, sides, args):
         figures = [
             ("backfill", lambda n: m(r[n]["backfill"]), "{:.2f} s"),
             ("speed vs baseline", lambda n: base / m(r[n]["backfill"]), "{:.2f}x"),
-            ("peak RSS", lambda n: m(r[n]["peak"]), "{:.1f} MB"),
+            ("peak RSS", lambda n: m(r[n]["peak"]), "{:.1f} MiB"),
             ("store", lambda n: r[n]["store"], "{:.1f} B/line"),
             ("one new line, `once`", lambda n: m(r[n]["one"]), "{:.1f} ms"),
-            ("`run` idle after its backfill", lambda n: r[n]["idle"], "{:.1f} MB"),
+            ("`run` idle after its backfill", lambda n: r[n]["idle"], "{:.1f} MiB"),
         ]
         if "latency" in r["old"]:
             figures += [

@@ -145,14 +145,23 @@ pub(super) fn release_freed_memory() {
     }
 }
 
-/// Maps every allocation of 128 KiB or more on its own from now on, as glibc does at start. Its
-/// threshold rises past each large block freed (a backfill frees blocks of tens of megabytes),
-/// after which a store opened again takes its page table (6 MiB, zeroed) from the heap, where
-/// zeroing makes every page of it resident at once; mapped, a page is resident once it is used.
-pub(super) fn map_large_allocations() {
+/// Runs `open` with every allocation of 128 KiB or more mapped on its own, as glibc does at
+/// start. Its threshold rises past each large block freed (a backfill frees blocks of tens of
+/// megabytes), after which a store opened again would take its page table (6 MiB, zeroed) from
+/// the heap, where zeroing makes every page of it resident at once; mapped, a page is resident
+/// once it is used. Afterwards the threshold is where a backfill leaves it (32 MiB, glibc's
+/// highest), so that a later large poll allocates as it did.
+pub(super) fn with_large_allocations_mapped<T>(open: impl FnOnce() -> T) -> T {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt has no preconditions; M_MMAP_THRESHOLD only moves where large blocks come from.
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, 128 << 10);
     }
+    let opened = open();
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: as above.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
+    }
+    opened
 }

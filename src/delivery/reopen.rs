@@ -36,7 +36,13 @@ impl Delivery {
         let released = self.let_go(&store);
         let mut store = store.reopen().map_err(|e| Box::new((e, released.clone())))?;
         match Delivery::open(&mut store, false) {
-            Ok(delivery) => Ok((store, delivery)),
+            Ok(mut delivery) => {
+                // The stream as this process holds it: the instance named at start and births
+                // not yet recorded are not in the record until the next publication.
+                delivery.stream = released.stream;
+                store.take_published(delivery.published());
+                Ok((store, delivery))
+            }
             Err(e) => Err(Box::new((e, released))),
         }
     }

@@ -114,10 +114,15 @@ fn in_once_a_refused_export_is_forgotten_ere_a_kill_can_lose_that() {
 fn a_store_opened_again_under_its_delivery_keeps_what_was_delivered_and_what_is_pending() {
     let dir = tempfile::tempdir().unwrap();
     let (store, mut delivery) = open(dir.path(), false);
+    // Named at start, not recorded until the stream's next publication.
+    assert_eq!(
+        delivery.identity(|| "fresh@host".into(), "legacy@host"),
+        "fresh@host"
+    );
     export(&mut delivery, 4);
     delivery.finish_export().unwrap();
     export(&mut delivery, 9);
-    let (store, delivery) = match delivery.reopen(store) {
+    let (store, mut delivery) = match delivery.reopen(store) {
         Ok(reopened) => reopened,
         Err(failed) => panic!("{}", failed.0),
     };
@@ -127,6 +132,10 @@ fn a_store_opened_again_under_its_delivery_keeps_what_was_delivered_and_what_is_
         .pending_export()
         .expect("the export in flight is still pending");
     assert_eq!(requests(&pending.delivered_after), 9);
+    assert_eq!(
+        delivery.identity(|| "another@host".into(), "legacy@host"),
+        "fresh@host"
+    );
     // The state lock stayed with the store throughout.
     assert!(matches!(
         Store::open(dir.path(), false),

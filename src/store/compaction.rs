@@ -15,6 +15,7 @@
 //! with `store.old` and no `store` takes `store.next` if it is there, and `store.old` back if not.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::engine::{Engine, Write};
 use super::error::StoreError;
@@ -48,10 +49,24 @@ pub(super) fn is_due(disk: u64, lines: u64) -> bool {
         .saturating_add(SLACK)
 }
 
-/// Copies every entry of `db` into a new database in `state_dir`'s [`NEXT`], synced to disk.
+/// A compaction was tried in this process.
+static TRIED: AtomicBool = AtomicBool::new(false);
+
+/// Whether this is the process's first compaction, now taken: at most one a process, so that a
+/// store that stays above the limit after its copy (what the limit does not count, such as the
+/// cost pass's set of an upgraded store), or a copy that keeps failing (a full disk, a folder
+/// Windows will not rename), costs one copy a start rather than one an open.
+pub(super) fn first_in_this_process() -> bool {
+    !TRIED.swap(true, Ordering::Relaxed)
+}
+
+/// Copies every entry of `db` into a new database in `state_dir`'s [`NEXT`], synced to disk. A
+/// store left over from an earlier swap goes first: a copy is only ever swapped in with no other.
 pub(super) fn copy(db: &Engine, state_dir: &Path) -> Result<(), StoreError> {
-    let next = state_dir.join(NEXT);
-    own_files::remove_if_present(&next).map_err(|e| StoreError::io(&next, e))?;
+    let (next, old) = (state_dir.join(NEXT), state_dir.join(OLD));
+    for leftover in [&next, &old] {
+        own_files::remove_if_present(leftover).map_err(|e| StoreError::io(leftover, e))?;
+    }
     let copy = Engine::open(&next)?;
     let mut write = Write::default();
     let mut bytes = 0;
@@ -73,11 +88,15 @@ pub(super) fn copy(db: &Engine, state_dir: &Path) -> Result<(), StoreError> {
     sync_database(&next).map_err(|e| StoreError::io(&next, e))
 }
 
-/// Makes every file of the database in `folder`, and the folder's entries, durable.
+/// Makes every file of the database in `folder` (its log, its configuration, the blobs sled
+/// keeps in a folder of their own), and every folder's entries, durable.
 fn sync_database(folder: &Path) -> std::io::Result<()> {
     for entry in std::fs::read_dir(folder)? {
         let entry = entry?;
-        if entry.file_type()?.is_file() {
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            sync_database(&entry.path())?;
+        } else if kind.is_file() {
             own_files::sync_file(&entry.path())?;
         }
     }
@@ -89,31 +108,57 @@ fn sync_database(folder: &Path) -> std::io::Result<()> {
 pub(super) fn swap(state_dir: &Path) -> Result<(), StoreError> {
     let (store, next, old) = (state_dir.join("store"), state_dir.join(NEXT), state_dir.join(OLD));
     super::engine::wait_for_sled_release(&store.join(super::engine::SLED_LOG));
-    own_files::remove_if_present(&old).map_err(|e| StoreError::io(&old, e))?;
-    std::fs::rename(&store, &old).map_err(|e| StoreError::io(&store, e))?;
+    rename(&store, &old).map_err(|e| StoreError::io(&store, e))?;
     own_files::sync_folder(state_dir).map_err(|e| StoreError::io(state_dir, e))?;
-    std::fs::rename(&next, &store).map_err(|e| StoreError::io(&next, e))?;
+    rename(&next, &store).map_err(|e| StoreError::io(&next, e))?;
     own_files::sync_folder(state_dir).map_err(|e| StoreError::io(state_dir, e))?;
-    own_files::remove_if_present(&old).map_err(|e| StoreError::io(&old, e))
+    // The copy is in place: the old store is a leftover, which the next open removes if this
+    // cannot.
+    let _ = own_files::remove_if_present(&old);
+    Ok(())
 }
 
-/// Finishes or undoes a swap a crash cut short, and removes a copy that was never swapped in.
-/// Called under the state lock, before the store is opened.
+/// Finishes a swap a crash cut short, and removes what is left of one. A state dir without
+/// `store` but with `store.old` and `store.next` was cut between the two renames, so the copy
+/// is whole and synced: it takes its place (or, if it cannot be moved, the old store goes back).
+/// Anything else left is removed: a copy never swapped in, the store it replaced, or a
+/// `store.old` alone (a removal that failed, then the store deleted to be rebuilt). Only real
+/// folders count: a link in their place is never moved into the store's. Called under the
+/// state lock, before the store is opened.
 pub(super) fn finish_interrupted(state_dir: &Path) -> Result<(), StoreError> {
     let (store, next, old) = (state_dir.join("store"), state_dir.join(NEXT), state_dir.join(OLD));
-    let present = |path: &Path| std::fs::symlink_metadata(path).is_ok();
-    if !present(&store) && present(&old) {
-        // `store` was renamed away only once the copy was whole and synced.
-        let back = if present(&next) { &next } else { &old };
-        std::fs::rename(back, &store).map_err(|e| StoreError::io(back, e))?;
+    let folder = |path: &Path| std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir());
+    if !folder(&store) && folder(&old) && folder(&next) {
+        if let Err(error) = rename(&next, &store) {
+            rename(&old, &store).map_err(|_| StoreError::io(&next, error))?;
+        }
         own_files::sync_folder(state_dir).map_err(|e| StoreError::io(state_dir, e))?;
     }
     for leftover in [&next, &old] {
         // Best effort: a copy still held by sled's closing thread (Windows) goes at the next
-        // open, and a new copy replaces it in any case.
+        // open, and a new copy removes it first in any case.
         let _ = own_files::remove_if_present(leftover);
     }
     Ok(())
+}
+
+/// Renames a folder. Windows refuses while any file in it is open, as a virus scanner or an
+/// indexer may hold a file just written for a moment: it is tried again for up to 2 s there.
+fn rename(from: &Path, to: &Path) -> std::io::Result<()> {
+    #[cfg(windows)]
+    {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        loop {
+            match std::fs::rename(from, to) {
+                Err(_) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(20))
+                }
+                done => return done,
+            }
+        }
+    }
+    #[cfg(not(windows))]
+    std::fs::rename(from, to)
 }
 
 #[cfg(test)]
@@ -159,7 +204,7 @@ mod tests {
     }
 
     #[test]
-    fn a_swap_cut_short_is_finished_when_the_copy_was_whole_and_undone_when_not() {
+    fn a_swap_cut_short_is_finished_and_what_is_left_of_one_removed() {
         let store = vec!["store".to_string()];
         // The copy was being made: the store stays.
         let dir = state_dir(&["store", NEXT]);
@@ -173,10 +218,19 @@ mod tests {
         let dir = state_dir(&["store", OLD]);
         finish_interrupted(dir.path()).unwrap();
         assert_eq!(left(dir.path()), (store.clone(), "store".into()));
-        // Only the old store (the copy's rename cannot be undone otherwise): it comes back.
+        // A lone old store is a leftover (a swap never leaves one without its copy): it goes,
+        // and the store is rebuilt from the ledger rather than brought back from before.
         let dir = state_dir(&[OLD]);
         finish_interrupted(dir.path()).unwrap();
-        assert_eq!(left(dir.path()), (store, OLD.into()));
+        assert_eq!(left(dir.path()), (vec![], String::new()));
+        // A link where a folder belongs is never moved into the store's place.
+        let dir = state_dir(&[OLD]);
+        let elsewhere = state_dir(&["store"]);
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(elsewhere.path().join("store"), dir.path().join(NEXT)).unwrap();
+        finish_interrupted(dir.path()).unwrap();
+        assert_eq!(left(dir.path()), (vec![], String::new()));
+        assert_eq!(left(elsewhere.path()), (store, "store".into()));
         // No store at all is a deleted one, rebuilt from the ledger: a lone copy goes.
         let dir = state_dir(&[NEXT]);
         finish_interrupted(dir.path()).unwrap();

@@ -56,7 +56,8 @@ impl Store {
 
     fn open_as(state_dir: &Path, reset: bool, brief: bool) -> Result<Store, StoreError> {
         // A brief reader never creates a store: a mistyped --state-dir is an error, not zeros.
-        if brief && !state_dir.join("store").is_dir() {
+        let present = |name: &str| state_dir.join(name).is_dir();
+        if brief && !present("store") && !present(compaction::NEXT) {
             return Err(StoreError::Missing {
                 path: state_dir.to_path_buf(),
             });
@@ -75,8 +76,11 @@ impl Store {
             ));
         }
         let lock = StateLock::acquire(state_dir, brief)?;
-        if !brief {
-            compaction::finish_interrupted(state_dir)?;
+        compaction::finish_interrupted(state_dir)?;
+        if brief && !present("store") {
+            return Err(StoreError::Missing {
+                path: state_dir.to_path_buf(),
+            });
         }
         if reset {
             let path = state_dir.join("store");
@@ -110,7 +114,7 @@ impl Store {
             _lock: lock,
         };
         store.load(&marker, existed)?;
-        if may_compact && store.compaction_due() {
+        if may_compact && store.compaction_due() && compaction::first_in_this_process() {
             return store.compacted(state_dir);
         }
         Ok(store)
@@ -134,6 +138,9 @@ impl Store {
     /// fails leaves the store as it was, said once; what the store holds is the same either way.
     pub(super) fn compacted(self, state_dir: &Path) -> Result<Store, StoreError> {
         let started = Instant::now();
+        // What a deferred commit left in sled's buffers is on disk before the store is let go,
+        // and an error writing it is this store's, not the copy's.
+        self.flush()?;
         let before = self.disk_size();
         let copied = compaction::copy(&self.db, state_dir);
         let Store { db, _lock, .. } = self;
@@ -269,7 +276,7 @@ impl Store {
     /// first, so that the next open does not pay for that log (see `compaction.rs`): no other
     /// handle on the database may be left (delivery's is dropped before).
     pub fn close_without_fsync(self) -> Result<(), StoreError> {
-        let store = if self.compaction_due() {
+        let store = if self.compaction_due() && compaction::first_in_this_process() {
             let state_dir = self.state_dir();
             self.compacted(&state_dir)?
         } else {
