@@ -295,4 +295,78 @@ mod tests {
         drop(store);
         assert_eq!(contents(&Store::open(dir.path(), false).unwrap()), held);
     }
+
+    /// A store of 500 small entries and 40 MiB of values written and taken back, due.
+    fn bloated(dir: &Path) -> Store {
+        let store = Store::open(dir, false).unwrap();
+        let mut write = Write::default();
+        for entry in 0..500u32 {
+            write.insert(format!("~entry{entry:04}"), entry.to_le_bytes().repeat(25));
+        }
+        store.apply(write).unwrap();
+        let junk = |key: u32| [b"~junk".as_slice(), &key.to_be_bytes()].concat();
+        for round in 0..4u8 {
+            let mut write = Write::default();
+            (0..160).for_each(|key| write.insert(junk(key), [round; 64 << 10]));
+            store.apply(write).unwrap();
+        }
+        let mut write = Write::default();
+        (0..160).for_each(|key| write.remove(junk(key)));
+        store.apply(write).unwrap();
+        assert!(store.compaction_due(), "{} bytes on disk", store.disk_size());
+        store
+    }
+
+    #[test]
+    fn a_store_whose_swap_was_cut_between_its_renames_opens_as_its_copy() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = bloated(dir.path());
+        let held = contents(&store);
+        copy(&store.db, dir.path()).unwrap();
+        drop(store);
+        super::super::engine::wait_for_sled_release(&dir.path().join("store").join("db"));
+        std::fs::rename(dir.path().join("store"), dir.path().join(OLD)).unwrap();
+
+        let store = Store::open(dir.path(), false).unwrap();
+        assert_eq!(contents(&store), held);
+        assert!(!store.compaction_due(), "the copy is in place");
+        assert!(!dir.path().join(OLD).exists() && !dir.path().join(NEXT).exists());
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn once_closing_a_due_store_compacts_it_with_the_commits_it_deferred() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = bloated(dir.path());
+        store.defer_commit_flush();
+        // A commit that stays in sled's buffers until the close.
+        let mut write = Write::default();
+        write.insert("~deferred", "yes");
+        store.apply_without_flush(write).unwrap();
+        let held = contents(&store);
+        let before = store.disk_size();
+        store.close_without_fsync().unwrap();
+
+        // The closed store keeps this process's locks until it ends: read a copy of its folder.
+        let reread = tempfile::tempdir().unwrap();
+        for name in ["store", "store.created"] {
+            let status = std::process::Command::new("cp")
+                .args([
+                    "-R",
+                    &dir.path().join(name).to_string_lossy(),
+                    &reread.path().to_string_lossy(),
+                ])
+                .status()
+                .unwrap();
+            assert!(status.success());
+        }
+        assert!(!dir.path().join(OLD).exists() && !dir.path().join(NEXT).exists());
+        let store = Store::open(reread.path(), false).unwrap();
+        assert_eq!(contents(&store), held);
+        assert!(
+            store.disk_size() < before / 4,
+            "{} bytes, {before} before",
+            store.disk_size()
+        );
+    }
 }
