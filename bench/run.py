@@ -143,7 +143,9 @@ def main():
     runs = args.runs or (3 if args.quick else 5)
     sizes = [100_000, 1_000_000] if args.quick else [100_000, 1_000_000, 3_000_000]
     if not args.no_build:
-        subprocess.run(["cargo", "build", "--release", "--bins", "--examples", "--quiet"], cwd=ROOT, check=True)
+        # The exporter alone, as released, then the examples (BENCHMARKS.md, "How to reproduce").
+        subprocess.run(["cargo", "build", "--release", "--bin", "reasonix-exporter", "--quiet"], cwd=ROOT, check=True)
+        subprocess.run(["cargo", "build", "--release", "--examples", "--quiet"], cwd=ROOT, check=True)
     endpoint = start_sink()
     work = tempfile.mkdtemp(prefix="rx-bench-")
     try:
