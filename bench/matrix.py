@@ -81,6 +81,20 @@ def wait_read(port, lines, proc):
         time.sleep(0.05)
 
 
+def wait_ready(port, proc):
+    """Until `run` has read its whole ledger once (`/-/ready`)."""
+    deadline = time.time() + 900
+    while True:
+        try:
+            if urllib.request.urlopen(f"http://127.0.0.1:{port}/-/ready", timeout=2).status == 200:
+                return
+        except OSError:
+            pass
+        if time.time() > deadline or proc.poll() is not None:
+            sys.exit("the exporter never became ready")
+        time.sleep(0.05)
+
+
 def rss_kb(pid):
     for line in open(f"/proc/{pid}/status"):
         if line.startswith("VmRSS:"):
@@ -104,7 +118,7 @@ def latencies(binary, stats, state, day_file, samples, label):
     """newline -> committed, in ms, for `samples` lines appended to `day_file`."""
     port = free_port()
     proc = start_run(binary, stats, state, port)
-    wait_read(port, 1, proc)
+    wait_ready(port, proc)
     day = os.path.basename(day_file).removesuffix(".jsonl")
     series = f'model_ref="bench/{label}"'
     total, out = 0, []
@@ -117,7 +131,10 @@ def latencies(binary, stats, state, day_file, samples, label):
         t0 = time.perf_counter()
         with open(day_file, "a") as f:
             f.write(line)
+        deadline = time.time() + 60
         while metric(port, "reasonix_tokens_total{", series) != total:
+            if time.time() > deadline or proc.poll() is not None:
+                sys.exit(f"the line {value} was not committed")
             time.sleep(0.001)
         out.append((time.perf_counter() - t0) * 1000)
     proc.terminate()

@@ -57,16 +57,11 @@ impl Daemon {
             .stats_dir
             .quick_poll(&stats_dir, dir_mtime, store.cost_pass().is_empty());
         let (stop, full_check) = (&self.stopping, FullCheck::InBackground);
-        let mut poll = || match &quick {
+        let poll = || match &quick {
             Some(recent) => ingest::poll_recent(store, recent, stop),
             None => read_ledger(store, ingest::list(&stats_dir), stop, full_check),
         };
-        // `run`'s runtime has two workers, and a poll blocks one of them; a single-threaded runtime
-        // (the paused-clock tests) has nothing else to run meanwhile.
-        let result = match tokio::runtime::Handle::current().runtime_flavor() {
-            tokio::runtime::RuntimeFlavor::CurrentThread => poll(),
-            _ => tokio::task::block_in_place(poll),
-        };
+        let result = blocking(poll);
         match result {
             Ok(mut report) => {
                 match quick {
@@ -145,23 +140,11 @@ pub(super) fn release_freed_memory() {
     }
 }
 
-/// Runs `open` with every allocation of 128 KiB or more mapped on its own, as glibc does at
-/// start. Its threshold rises past each large block freed (a backfill frees blocks of tens of
-/// megabytes), after which a store opened again would take its page table (6 MiB, zeroed) from
-/// the heap, where zeroing makes every page of it resident at once; mapped, a page is resident
-/// once it is used. Afterwards the threshold is where a backfill leaves it (32 MiB, glibc's
-/// highest), so that a later large poll allocates as it did.
-pub(super) fn with_large_allocations_mapped<T>(open: impl FnOnce() -> T) -> T {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt has no preconditions; M_MMAP_THRESHOLD only moves where large blocks come from.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 << 10);
+/// Runs `work`, which blocks: `run`'s runtime has two workers, and the other takes this one's
+/// tasks meanwhile; a single-threaded runtime (the paused-clock tests) has nothing else to run.
+pub(super) fn blocking<T>(work: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::current().runtime_flavor() {
+        tokio::runtime::RuntimeFlavor::CurrentThread => work(),
+        _ => tokio::task::block_in_place(work),
     }
-    let opened = open();
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: as above.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
-    }
-    opened
 }

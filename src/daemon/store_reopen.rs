@@ -1,11 +1,12 @@
 //! The store closed and opened again once it has grown by [`REOPEN_GROWTH`] since it was opened
 //! (a backfill, or months of use): sled's page table and cache, which stay the size the writes
-//! that grew the store made them, start afresh (a 1M-line backfill left 17 MB of them behind),
-//! and a log that has grown far past what it holds is compacted (`store/compaction.rs`).
+//! that grew the store made them, start afresh (a 1M-line backfill left ~11 MiB of them behind),
+//! and a log that has grown far past what it holds is compacted (`store/compaction.rs`; not
+//! again in a process where a compaction failed or left the store above its limit).
 
 use std::sync::atomic::Ordering;
 
-use super::ingest::{release_freed_memory, with_large_allocations_mapped};
+use super::ingest::{blocking, release_freed_memory};
 use super::{Daemon, Opened};
 
 /// Growth on disk since the store was opened that has it opened again.
@@ -25,13 +26,7 @@ impl Daemon {
         let Some(Opened { store, delivery, .. }) = self.opened.take_if(grown) else {
             return Ok(());
         };
-        let reopen = || with_large_allocations_mapped(|| delivery.reopen(store));
-        // As a poll: `run`'s runtime has two workers, and this blocks one of them.
-        let reopened = match tokio::runtime::Handle::current().runtime_flavor() {
-            tokio::runtime::RuntimeFlavor::CurrentThread => reopen(),
-            _ => tokio::task::block_in_place(reopen),
-        };
-        match reopened {
+        match blocking(|| with_large_allocations_mapped(|| delivery.reopen(store))) {
             Ok((store, delivery)) => {
                 self.opened = Some(Opened::new(store, delivery));
                 release_freed_memory();
@@ -43,4 +38,26 @@ impl Daemon {
             }
         }
     }
+}
+
+/// Runs `open` with every allocation of 128 KiB or more mapped on its own, as glibc does at
+/// start. Its threshold rises past each large block freed (a backfill frees blocks of tens of
+/// megabytes), after which a store opened again would take its page table (6 MiB, zeroed) from
+/// the heap, where zeroing makes every page of it resident at once; mapped, a page is resident
+/// once it is used. Afterwards the threshold is fixed at 32 MiB (glibc's highest, where a
+/// backfill leaves it; after slow growth it may have been lower), so that a later large poll
+/// takes its blocks from the heap as after a backfill, and `malloc_trim` hands them back.
+fn with_large_allocations_mapped<T>(open: impl FnOnce() -> T) -> T {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt has no preconditions; M_MMAP_THRESHOLD only moves where large blocks come from.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 << 10);
+    }
+    let opened = open();
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: as above.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
+    }
+    opened
 }

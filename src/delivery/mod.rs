@@ -15,7 +15,8 @@
 //! - `scrape.rs`: the pull leg's publication, with its births and the publication noted;
 //! - `stream.rs`: the stream record written, dated back to a clock, told of births and scrapes;
 //! - `recovery.rs`: an export record that knows of an export the database lost;
-//! - `reopen.rs`: what delivery keeps across a store let go of after a fault.
+//! - `reopen.rs`: what delivery keeps across a store let go of after a fault, or opened again
+//!   (compacted) under the same lock.
 
 mod export;
 mod recovery;
@@ -57,7 +58,7 @@ impl Delivery {
     /// that is damaged is replaced (`--reset-state`); one that is sound is continued, by a new
     /// store too. The attribute sets the stream has published join `store`'s fold.
     pub fn open(store: &mut Store, reset: bool) -> Result<Delivery, StoreError> {
-        let state_dir = state_dir_of(store);
+        let state_dir = store.state_dir();
         let stream_path = stream_record::path_in(&state_dir);
         // The stream outlives the store: a rebuilt store continues it. Only a damaged record is
         // replaced, and only when asked to.
@@ -130,13 +131,5 @@ impl Delivery {
             .chain(self.stream.marks.tokens.keys().cloned())
             .chain(self.stream.served.tokens.keys().cloned())
             .collect()
-    }
-}
-
-/// The state dir that holds `store`.
-fn state_dir_of(store: &Store) -> PathBuf {
-    match store.path().parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
-        _ => PathBuf::from("."),
     }
 }

@@ -1,15 +1,15 @@
 //! A store let go of after a fault (a full disk, a state dir deleted or made read-only), and
-//! opened again: what delivery must keep across the gap, kept here rather than by its caller.
+//! opened again: what delivery must keep across the gap, kept here rather than by its caller;
+//! and a store closed and opened again (compacted) under the same lock, with what delivery holds.
 
 use std::path::PathBuf;
 
-use super::{Delivery, state_dir_of};
+use super::Delivery;
 use crate::series::Sums;
 use crate::store::stream::StreamRecord;
 use crate::store::{Store, StoreError};
 
 /// A store let go of, and what the one that replaces it continues.
-#[derive(Clone)]
 pub struct Released {
     state_dir: PathBuf,
     /// The cumulative stream as exported: a store rebuilt from the ledger (its folder was
@@ -34,7 +34,10 @@ impl Delivery {
     /// hold is the same. On an error the store is closed, and what reopens it is returned.
     pub fn reopen(self, store: Store) -> Result<(Store, Delivery), Box<(StoreError, Released)>> {
         let released = self.let_go(&store);
-        let mut store = store.reopen().map_err(|e| Box::new((e, released.clone())))?;
+        let mut store = match store.reopen() {
+            Ok(store) => store,
+            Err(e) => return Err(Box::new((e, released))),
+        };
         match Delivery::open(&mut store, false) {
             Ok(mut delivery) => {
                 // The stream as this process holds it: the instance named at start and births
@@ -58,7 +61,7 @@ impl Delivery {
         } = self;
         drop(table);
         Released {
-            state_dir: state_dir_of(store),
+            state_dir: store.state_dir(),
             stream,
             delivered,
         }

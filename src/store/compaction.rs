@@ -10,9 +10,10 @@
 //!
 //! The copy is made beside the store, in `store.next`, and synced; then `store` becomes
 //! `store.old`, `store.next` becomes `store`, and `store.old` is removed, the state dir synced
-//! after each rename. An open under the state lock finishes or undoes a swap a crash cut short
-//! ([`finish_interrupted`]): `store.next` is only ever renamed into place whole, so a state dir
-//! with `store.old` and no `store` takes `store.next` if it is there, and `store.old` back if not.
+//! after each rename. An open under the state lock finishes a swap a crash cut short
+//! ([`finish_interrupted`]): `store` is only renamed away once the copy is whole and synced, so
+//! a state dir with `store.old` and `store.next` and no `store` takes `store.next` (or
+//! `store.old` back, should the copy not move); whatever else a swap left is removed.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -39,8 +40,8 @@ const COPY_WRITE_BYTES: usize = 1 << 20;
 
 /// Whether a store of `lines` hashes that takes `disk` bytes is worth compacting: its log is more
 /// than two and a half times the seen set, with [`SLACK`] to spare. A store of the usual shape
-/// stays under it (1M lines in 365 day files: 28 MB, the limit 72 MB); a busy day's passes it
-/// (2M lines of one day: 228 MB, the limit 112 MB) and is left at half the limit or less.
+/// stays under it (1M lines in 365 day files: 28 MB, the limit 73.5 MB); a busy day's passes it
+/// (2M lines of one day: 228 MB, the limit 113.5 MB) and is left at half the limit or less.
 pub(super) fn is_due(disk: u64, lines: u64) -> bool {
     let seen = lines.saturating_mul(BYTES_PER_LINE);
     disk > seen
@@ -49,15 +50,21 @@ pub(super) fn is_due(disk: u64, lines: u64) -> bool {
         .saturating_add(SLACK)
 }
 
-/// A compaction was tried in this process.
-static TRIED: AtomicBool = AtomicBool::new(false);
+/// A compaction of this process failed, or left the store still due.
+static GIVEN_UP: AtomicBool = AtomicBool::new(false);
 
-/// Whether this is the process's first compaction, now taken: at most one a process, so that a
-/// store that stays above the limit after its copy (what the limit does not count, such as the
-/// cost pass's set of an upgraded store), or a copy that keeps failing (a full disk, a folder
-/// Windows will not rename), costs one copy a start rather than one an open.
-pub(super) fn first_in_this_process() -> bool {
-    !TRIED.swap(true, Ordering::Relaxed)
+/// Whether a due store may be compacted: not again in a process where one failed or left the
+/// store above the limit (what the limit does not count, such as the cost pass's set of an
+/// upgraded store; a full disk; a folder Windows will not rename), so that such a store costs
+/// one copy a start rather than one an open. A compaction that worked leaves the next one free:
+/// a `run` of months compacts its busy days again.
+pub(super) fn allowed() -> bool {
+    !GIVEN_UP.load(Ordering::Relaxed)
+}
+
+/// A compaction failed, or left the store due: none again in this process.
+pub(super) fn give_up() {
+    GIVEN_UP.store(true, Ordering::Relaxed);
 }
 
 /// Copies every entry of `db` into a new database in `state_dir`'s [`NEXT`], synced to disk. A

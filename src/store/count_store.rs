@@ -57,7 +57,9 @@ impl Store {
     fn open_as(state_dir: &Path, reset: bool, brief: bool) -> Result<Store, StoreError> {
         // A brief reader never creates a store: a mistyped --state-dir is an error, not zeros.
         let present = |name: &str| state_dir.join(name).is_dir();
-        if brief && !present("store") && !present(compaction::NEXT) {
+        // ... but one a swap left between its renames is finished (`compaction.rs`).
+        let swapping = present(compaction::OLD) && present(compaction::NEXT);
+        if brief && !present("store") && !swapping {
             return Err(StoreError::Missing {
                 path: state_dir.to_path_buf(),
             });
@@ -114,14 +116,14 @@ impl Store {
             _lock: lock,
         };
         store.load(&marker, existed)?;
-        if may_compact && store.compaction_due() && compaction::first_in_this_process() {
+        if may_compact && store.compaction_due() && compaction::allowed() {
             return store.compacted(state_dir);
         }
         Ok(store)
     }
 
-    /// The folder the store is in.
-    fn state_dir(&self) -> PathBuf {
+    /// The state dir: the folder the store is in.
+    pub fn state_dir(&self) -> PathBuf {
         match self.path().parent() {
             Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
             _ => PathBuf::from("."),
@@ -148,14 +150,18 @@ impl Store {
         let result = copied.and_then(|()| compaction::swap(state_dir));
         compaction::finish_interrupted(state_dir)?;
         let store = Store::open_locked(state_dir, _lock, false)?;
-        match result {
+        match &result {
             Ok(()) => events::store::compacted(before, store.disk_size(), started.elapsed()),
-            Err(error) => events::store::compaction_failed(&error),
+            Err(error) => events::store::compaction_failed(error),
+        }
+        if result.is_err() || store.compaction_due() {
+            compaction::give_up();
         }
         Ok(store)
     }
 
-    /// Closes the store and opens it again, compacted if that is due, without letting go of the
+    /// Closes the store and opens it again, compacted if that is due (and allowed: see
+    /// `compaction::allowed`), without letting go of the
     /// state lock: sled's page table and cache start afresh (after a backfill, most of a
     /// daemon's resident size). What the store holds is the same.
     pub fn reopen(self) -> Result<Store, StoreError> {
@@ -276,7 +282,7 @@ impl Store {
     /// first, so that the next open does not pay for that log (see `compaction.rs`): no other
     /// handle on the database may be left (delivery's is dropped before).
     pub fn close_without_fsync(self) -> Result<(), StoreError> {
-        let store = if self.compaction_due() && compaction::first_in_this_process() {
+        let store = if self.compaction_due() && compaction::allowed() {
             let state_dir = self.state_dir();
             self.compacted(&state_dir)?
         } else {
