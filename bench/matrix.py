@@ -20,11 +20,12 @@ Figures, per shape and build:
 - on the 1k-line and 2M-line days, `run`'s newline -> committed latency, p50 and p99, a line
   appended to the day file at random moments and /metrics polled every millisecond.
 """
-import argparse, os, random, re, shutil, statistics, subprocess, sys, tempfile, time, urllib.request
+import argparse, os, random, shutil, statistics, subprocess, sys, tempfile, time, urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from daemon import free_port, pct  # noqa: E402
 from run import BASELINE, GEN  # noqa: E402
+from store_growth import disk_bytes  # noqa: E402
 
 SHAPES = {
     "100k": ("100k lines, 365 files", 100_000, 365),
@@ -34,10 +35,6 @@ SHAPES = {
     "2m-day": ("2M lines, one day", 2_000_000, 1),
     "1k-day": ("1k lines, one day", 1_000, 1),
 }
-
-
-def disk_bytes(folder):
-    return sum(os.lstat(os.path.join(d, f)).st_blocks * 512 for d, _, fs in os.walk(folder) for f in fs)
 
 
 def timed(cmd):

@@ -277,7 +277,7 @@ mod tests {
         let (held, before) = (contents(&store), store.disk_size());
         assert!(store.compaction_due(), "{before} bytes on disk");
 
-        let store = store.compacted(dir.path()).unwrap();
+        let store = store.compacted().unwrap();
         assert_eq!(contents(&store), held);
         assert!(
             store.disk_size() < before / 4,

@@ -116,8 +116,8 @@ impl Store {
             _lock: lock,
         };
         store.load(&marker, existed)?;
-        if may_compact && store.compaction_due() && compaction::allowed() {
-            return store.compacted(state_dir);
+        if may_compact && store.compaction_wanted() {
+            return store.compacted();
         }
         Ok(store)
     }
@@ -130,6 +130,12 @@ impl Store {
         }
     }
 
+    /// Whether the store is due for compaction and this process may still compact
+    /// (`compaction::allowed`).
+    fn compaction_wanted(&self) -> bool {
+        self.compaction_due() && compaction::allowed()
+    }
+
     /// Whether sled's log has grown far past what the store holds (see `compaction.rs`).
     pub(super) fn compaction_due(&self) -> bool {
         let lines = self.counts.counted + self.counts.rejected_total();
@@ -138,7 +144,8 @@ impl Store {
 
     /// The store copied into a new database that takes its place, and opened again. A copy that
     /// fails leaves the store as it was, said once; what the store holds is the same either way.
-    pub(super) fn compacted(self, state_dir: &Path) -> Result<Store, StoreError> {
+    pub(super) fn compacted(self) -> Result<Store, StoreError> {
+        let state_dir = &self.state_dir();
         let started = Instant::now();
         // What a deferred commit left in sled's buffers is on disk before the store is let go,
         // and an error writing it is this store's, not the copy's.
@@ -282,9 +289,8 @@ impl Store {
     /// first, so that the next open does not pay for that log (see `compaction.rs`): no other
     /// handle on the database may be left (delivery's is dropped before).
     pub fn close_without_fsync(self) -> Result<(), StoreError> {
-        let store = if self.compaction_due() && compaction::allowed() {
-            let state_dir = self.state_dir();
-            self.compacted(&state_dir)?
+        let store = if self.compaction_wanted() {
+            self.compacted()?
         } else {
             self
         };
