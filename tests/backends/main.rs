@@ -226,22 +226,39 @@ impl Machine {
     }
 
     /// `status --json`'s series: the truth every backend must show. Waits until the store has
-    /// every line that landed (a running exporter commits them within moments).
-    fn truth(&self) -> BTreeMap<Series, [u64; 8]> {
+    /// every line that landed (a running exporter, `daemon`, commits them within moments).
+    fn truth(&self, daemon: Option<&Daemon>) -> BTreeMap<Series, [u64; 8]> {
         let mut truth = BTreeMap::new();
+        let expected = self.model.expected.totals();
         let caught_up = wait_until(PATIENCE, || {
             let out = self.fx.run(&["status", "--json"]);
             let Ok(status) = serde_json::from_slice::<Value>(&out.stdout) else {
                 return false;
             };
             truth = common::model::token_totals_of_status(&status);
-            truth == self.model.expected.totals()
+            truth == expected
         });
-        assert!(
-            caught_up,
-            "the store never had every line: {truth:?}, {}",
-            String::from_utf8_lossy(&self.fx.run(&["status", "--json"]).stderr)
-        );
+        if !caught_up {
+            let differ: Vec<String> = expected
+                .keys()
+                .chain(truth.keys())
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .filter(|series| truth.get(*series) != expected.get(*series))
+                .map(|series| {
+                    format!(
+                        "{series:?}: store {:?}, ledger {:?}",
+                        truth.get(series),
+                        expected.get(series)
+                    )
+                })
+                .collect();
+            panic!(
+                "the store never had every line: {differ:#?}\nstatus: {}\nexporter: {}",
+                String::from_utf8_lossy(&self.fx.run(&["status", "--json"]).stderr),
+                daemon.map(Daemon::log_text).unwrap_or_default()
+            );
+        }
         truth
     }
 
@@ -296,7 +313,7 @@ fn scenario(path: &mut Route<'_>, machine: &mut Machine) -> Window {
     let instance = if path.endpoints.is_empty() {
         let daemon = machine.run(path);
         let instance = learn_instance(path, &before);
-        path.wait_for(&instance, &machine.truth(), "backfill by run");
+        path.wait_for(&instance, &machine.truth(Some(&daemon)), "backfill by run");
         let (status, _, log) = daemon.terminate();
         assert!(status.success(), "{log}");
         instance
@@ -310,27 +327,31 @@ fn scenario(path: &mut Route<'_>, machine: &mut Machine) -> Window {
         let (protocol, endpoint) = path.endpoints[0].clone();
         machine.once(path, protocol, &endpoint);
         let instance = learn_instance(path, &before);
-        path.wait_for(&instance, &machine.truth(), "backfill and once");
+        path.wait_for(&instance, &machine.truth(None), "backfill and once");
         instance
     };
 
     // `run` with lines landing; SIGTERM; lines while it is stopped.
     let daemon = machine.run(path);
     machine.lines_land(40);
-    path.wait_for(&instance, &machine.truth(), "run");
+    path.wait_for(&instance, &machine.truth(Some(&daemon)), "run");
     let (status, _, log) = daemon.terminate();
     assert!(status.success(), "{log}");
     machine.lines_land(30);
 
     // Restart, then `kill -9` and restart again.
     let daemon = machine.run(path);
-    path.wait_for(&instance, &machine.truth(), "restart after SIGTERM");
+    path.wait_for(&instance, &machine.truth(Some(&daemon)), "restart after SIGTERM");
     machine.lines_land(25);
-    path.wait_for(&instance, &machine.truth(), "lines after the restart");
+    path.wait_for(
+        &instance,
+        &machine.truth(Some(&daemon)),
+        "lines after the restart",
+    );
     daemon.kill9();
     machine.lines_land(25);
     let daemon = machine.run(path);
-    let truth = machine.truth();
+    let truth = machine.truth(Some(&daemon));
     path.wait_for(&instance, &truth, "restart after kill -9");
     let start = (path.newest_sample(&instance), truth, machine.spend());
 
@@ -338,7 +359,7 @@ fn scenario(path: &mut Route<'_>, machine: &mut Machine) -> Window {
     path.hop_down();
     path.hop_up();
     machine.lines_land(20);
-    path.wait_for(&instance, &machine.truth(), "first hop restarted");
+    path.wait_for(&instance, &machine.truth(Some(&daemon)), "first hop restarted");
     path.hop_down();
     machine.lines_land(20);
     if path.scrape_port.is_none() {
@@ -350,12 +371,12 @@ fn scenario(path: &mut Route<'_>, machine: &mut Machine) -> Window {
         );
     }
     path.hop_up();
-    path.wait_for(&instance, &machine.truth(), "first hop back");
+    path.wait_for(&instance, &machine.truth(Some(&daemon)), "first hop back");
     let (status, _, log) = daemon.terminate();
     assert!(status.success(), "{log}");
 
     // Every series exact, none ever reset, nothing refused.
-    let truth = machine.truth();
+    let truth = machine.truth(None);
     path.wait_for(&instance, &truth, "the end");
     let end = (path.newest_sample(&instance), truth, machine.spend());
     let counters: Vec<String> = path
