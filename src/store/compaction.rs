@@ -340,9 +340,78 @@ mod tests {
         assert!(!dir.path().join(OLD).exists() && !dir.path().join(NEXT).exists());
     }
 
+    /// Tests whose compactions may stop further ones in this process ([`give_up`]), or that
+    /// need them allowed, take turns.
+    #[cfg(unix)]
+    static TAKING_TURNS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    #[cfg(unix)]
+    fn turn() -> std::sync::MutexGuard<'static, ()> {
+        TAKING_TURNS
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// A compaction on a disk with no room for its copy fails, says so, and leaves the store
+    /// as it was: every entry there once there is room, no copy left behind, and no other
+    /// compaction tried in this process. Nothing hangs.
+    #[test]
+    #[cfg(target_os = "linux")]
+    #[ignore = "needs root, for a tmpfs (.ci/run); run with --include-ignored"]
+    fn a_compaction_that_finds_the_disk_full_leaves_the_store_as_it_was() {
+        let _turn = turn();
+        let outer = tempfile::tempdir().unwrap();
+        let dir = outer.path().join("state");
+        std::fs::create_dir(&dir).unwrap();
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=96m,mode=0700", "tmpfs"])
+            .arg(&dir)
+            .status()
+            .is_ok_and(|status| status.success());
+        assert!(mounted, "mounting a tmpfs needs root: CI runs as root");
+        struct Unmount<'a>(&'a Path);
+        impl Drop for Unmount<'_> {
+            fn drop(&mut self) {
+                let _ = std::process::Command::new("umount")
+                    .arg("-l")
+                    .arg(self.0)
+                    .status();
+            }
+        }
+        let _unmount = Unmount(&dir);
+
+        let store = bloated(&dir);
+        let held = contents(&store);
+        store.flush().unwrap();
+        // Every byte left taken by a file of our own.
+        let filler = dir.join("filler");
+        let mut file = std::fs::File::create(&filler).unwrap();
+        let block = vec![0u8; 64 << 10];
+        while std::io::Write::write_all(&mut file, &block).is_ok() {}
+        drop(file);
+
+        let started = std::time::Instant::now();
+        let compacted = store.compacted();
+        assert!(started.elapsed() < std::time::Duration::from_secs(30));
+        assert!(!allowed(), "a failed compaction stops the next ones");
+        GIVEN_UP.store(false, Ordering::Relaxed);
+        match &compacted {
+            // The store opened again beside the full disk.
+            Ok(store) => assert_eq!(contents(store), held, "the store as it was"),
+            // Or it could not, for lack of room: the error a full disk makes of any open.
+            Err(error) => assert!(error.to_string().contains("No space left"), "{error}"),
+        }
+        drop(compacted);
+        std::fs::remove_file(&filler).unwrap();
+        assert!(!dir.join(NEXT).exists() && !dir.join(OLD).exists());
+        let store = Store::open(&dir, false).unwrap();
+        assert_eq!(contents(&store), held);
+    }
+
     #[test]
     #[cfg(unix)]
     fn once_closing_a_due_store_compacts_it_with_the_commits_it_deferred() {
+        let _turn = turn();
         let dir = tempfile::tempdir().unwrap();
         let mut store = bloated(dir.path());
         store.defer_commit_flush();

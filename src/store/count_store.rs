@@ -155,14 +155,20 @@ impl Store {
         let Store { db, _lock, .. } = self;
         drop(db);
         let result = copied.and_then(|()| compaction::swap(state_dir));
+        // Said, and no other tried, before the store opens again: on a disk the copy filled,
+        // that open can fail too (sled writes as it opens), and a daemon that retries it must
+        // not copy again each time.
+        if let Err(error) = &result {
+            events::store::compaction_failed(error);
+            compaction::give_up();
+        }
         compaction::finish_interrupted(state_dir)?;
         let store = Store::open_locked(state_dir, _lock, false)?;
-        match &result {
-            Ok(()) => events::store::compacted(before, store.disk_size(), started.elapsed()),
-            Err(error) => events::store::compaction_failed(error),
-        }
-        if result.is_err() || store.compaction_due() {
-            compaction::give_up();
+        if result.is_ok() {
+            events::store::compacted(before, store.disk_size(), started.elapsed());
+            if store.compaction_due() {
+                compaction::give_up();
+            }
         }
         Ok(store)
     }
