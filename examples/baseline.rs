@@ -16,7 +16,7 @@ fn main() -> std::io::Result<()> {
     let mut buf = vec![0u8; 1 << 20];
     let mut carry = Vec::new();
     for file in ledger_files(dir.as_ref())? {
-        let mut f = std::fs::File::open(&file.path)?;
+        let mut f = std::fs::File::open(file.path(dir.as_ref()))?;
         carry.clear();
         loop {
             let n = f.read(&mut buf)?;

@@ -121,14 +121,14 @@ fn check_ledger(settings: &Settings, report: &mut Report) {
     };
     let bytes: u64 = files
         .iter()
-        .filter_map(|f| std::fs::metadata(&f.path).ok())
+        .filter_map(|f| std::fs::metadata(f.path(dir)).ok())
         .map(|m| m.len())
         .sum();
     let newest = files
         .iter()
-        .filter_map(|f| Some((std::fs::metadata(&f.path).ok()?.modified().ok()?, f)))
+        .filter_map(|f| Some((std::fs::metadata(f.path(dir)).ok()?.modified().ok()?, f)))
         .max_by_key(|(mtime, _)| *mtime)
-        .and_then(|(_, f)| last_line_time(&f.path));
+        .and_then(|(_, f)| last_line_time(&f.path(dir)));
     report.ok(
         "stats dir",
         format!(

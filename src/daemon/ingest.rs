@@ -28,7 +28,7 @@ pub fn read_ledger(
     if let Some(files) = listing.files()
         && !store.cost_pass().is_empty()
     {
-        crate::upgrade::cost_pass(store, files, stop)?;
+        crate::upgrade::cost_pass(store, (listing.dir(), files), stop)?;
     }
     let mut report = ingest::poll_listed(store, listing, stop, full_check)?;
     report.counts = store.counts().since(&before);
@@ -53,12 +53,10 @@ impl Daemon {
         let stats_dir = self.settings.stats_dir.value.clone();
         // Before the listing: an entry added while it runs makes the next poll a full one.
         let dir_mtime = std::fs::metadata(&stats_dir).and_then(|m| m.modified()).ok();
-        let quick = self
-            .stats_dir
-            .quick_poll(&stats_dir, dir_mtime, store.cost_pass().is_empty());
+        let quick = self.stats_dir.quick_poll(dir_mtime, store.cost_pass().is_empty());
         let (stop, full_check) = (&self.stopping, FullCheck::InBackground);
         let poll = || match &quick {
-            Some(recent) => ingest::poll_recent(store, recent, stop),
+            Some(recent) => ingest::poll_recent(store, &stats_dir, recent, stop),
             None => read_ledger(store, ingest::list(&stats_dir), stop, full_check),
         };
         let result = blocking(poll);

@@ -144,7 +144,6 @@ impl StatsDir {
     /// line in an older day file); a burst of events past what is kept makes a full poll.
     pub fn quick_poll(
         &mut self,
-        stats_dir: &Path,
         dir_mtime: Option<SystemTime>,
         no_cost_pass: bool,
     ) -> Option<Vec<LedgerFile>> {
@@ -156,7 +155,6 @@ impl StatsDir {
         for name in named.files {
             if !files.iter().any(|f| f.name == name) {
                 files.push(LedgerFile {
-                    path: stats_dir.join(&name),
                     name,
                     stat: FileStat::default(),
                 });

@@ -123,7 +123,7 @@ fn check_files<'a>(
         let path = found
             .iter()
             .find(|f| f.name.as_encoded_bytes() == file.name.as_slice())
-            .map(|f| f.path.clone());
+            .map(|f| f.path(stats_dir));
         // The last day is every file's: a line without a time falls on it.
         let mut days = BTreeSet::from([Grid::block_of(grid.point_of(None))]);
         let held = match &path {

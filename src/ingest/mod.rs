@@ -9,7 +9,7 @@ mod parallel;
 pub mod verify;
 
 use std::io::ErrorKind;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
@@ -110,11 +110,13 @@ pub fn poll(store: &mut Store, stats_dir: &Path) -> Result<PollReport, IngestErr
     )
 }
 
-/// [`poll_listed`] over `recent` alone, each `stat`ed again: what `run` does between full polls
-/// (see `daemon/stats_dir.rs`), where listing tens of thousands of old day files every two seconds
-/// was most of an idle daemon's work. A file gone since is left to the next full poll.
+/// [`poll_listed`] over `recent` alone, files of `stats_dir` each `stat`ed again: what `run`
+/// does between full polls (see `daemon/stats_dir.rs`), where listing tens of thousands of old
+/// day files every two seconds was most of an idle daemon's work. A file gone since is left to
+/// the next full poll.
 pub fn poll_recent(
     store: &mut Store,
+    stats_dir: &Path,
     recent: &[LedgerFile],
     stop: &AtomicBool,
 ) -> Result<PollReport, IngestError> {
@@ -122,7 +124,9 @@ pub fn poll_recent(
     let files = recent
         .iter()
         .filter_map(|file| {
-            let meta = std::fs::metadata(&file.path).ok().filter(|m| m.is_file())?;
+            let meta = std::fs::metadata(file.path(stats_dir))
+                .ok()
+                .filter(|m| m.is_file())?;
             Some(LedgerFile {
                 stat: crate::ledger::checkpoint::FileStat::of(&meta),
                 ..file.clone()
@@ -130,6 +134,7 @@ pub fn poll_recent(
         })
         .collect();
     let listing = Listing {
+        dir: stats_dir.to_path_buf(),
         files: Ok(files),
         elapsed: started.elapsed(),
     };
@@ -145,6 +150,7 @@ pub fn list(stats_dir: &Path) -> Listing {
         source,
     });
     Listing {
+        dir: stats_dir.to_path_buf(),
         files,
         elapsed: started.elapsed(),
     }
@@ -153,6 +159,8 @@ pub fn list(stats_dir: &Path) -> Listing {
 /// The files of a ledger as they were listed, and what listing them took.
 #[derive(Debug)]
 pub struct Listing {
+    /// The stats folder the files are in.
+    dir: PathBuf,
     files: Result<Vec<LedgerFile>, IngestError>,
     elapsed: std::time::Duration,
 }
@@ -161,6 +169,11 @@ impl Listing {
     /// The files listed, unless the folder could not be listed.
     pub fn files(&self) -> Option<&[LedgerFile]> {
         self.files.as_deref().ok()
+    }
+
+    /// The stats folder the files are in.
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 }
 
@@ -175,7 +188,7 @@ pub fn poll_listed(
     full_check: FullCheck,
 ) -> Result<PollReport, IngestError> {
     let started = Instant::now();
-    let files = listing.files?;
+    let (dir, files) = (listing.dir, listing.files?);
     let mut report = PollReport {
         files: files.len(),
         listed_in: listing.elapsed,
@@ -185,7 +198,7 @@ pub fn poll_listed(
     let mut batch = Batch::default();
     let mut buf = Vec::new();
     for file in &files {
-        match read_file(store, &mut batch, &mut buf, file, (stop, full_check))? {
+        match read_file(store, &mut batch, &mut buf, (&dir, file), (stop, full_check))? {
             FileOutcome::Idle => {}
             FileOutcome::Read => report.files_read += 1,
             // Gone between the listing and the open (renamed, deleted, a sync tool's temporary
@@ -237,12 +250,12 @@ fn read_file(
     store: &mut Store,
     batch: &mut Batch,
     buf: &mut Vec<u8>,
-    file: &LedgerFile,
+    (dir, file): (&Path, &LedgerFile),
     (stop, full_check): (&AtomicBool, FullCheck),
 ) -> Result<FileOutcome, StoreError> {
     let stat = file.stat;
     let checkpoint = store.checkpoint(&file.name)?;
-    let mut tail = match tail::open(&file.path, &stat, checkpoint.as_ref(), full_check) {
+    let mut tail = match tail::open(&file.path(dir), &stat, checkpoint.as_ref(), full_check) {
         Ok(Some(tail)) => tail,
         Ok(None) => return Ok(FileOutcome::Idle),
         Err(e) => return Ok(FileOutcome::Failed((e.kind(), e.to_string()))),
@@ -325,7 +338,6 @@ mod tests {
     fn file(name: &str, mtime_ns: i64) -> LedgerFile {
         LedgerFile {
             name: name.into(),
-            path: name.into(),
             stat: FileStat {
                 dev: 1,
                 ino: 1,

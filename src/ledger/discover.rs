@@ -6,13 +6,21 @@ use std::path::{Path, PathBuf};
 
 use super::checkpoint::FileStat;
 
-/// One ledger file: a `*.jsonl` directly inside the stats folder, as `stat` saw it.
+/// One ledger file: a `*.jsonl` directly inside the stats folder, as `stat` saw it. Its path
+/// is the folder's joined with its name when the file is opened, not kept: a listing holds one
+/// of these a file, tens of thousands of them in the oldest histories.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LedgerFile {
     /// The file name, which keys its checkpoint.
     pub name: OsString,
-    pub path: PathBuf,
     pub stat: FileStat,
+}
+
+impl LedgerFile {
+    /// The file's path, in the stats folder `stats_dir`.
+    pub fn path(&self, stats_dir: &Path) -> PathBuf {
+        stats_dir.join(&self.name)
+    }
 }
 
 /// Whether a file of the stats folder named `name` is a ledger file: `*.jsonl`, and no dot-file
@@ -44,13 +52,13 @@ pub fn ledger_files(stats_dir: &Path) -> io::Result<Vec<LedgerFile>> {
         match meta {
             Ok(meta) if meta.is_file() => files.push(LedgerFile {
                 name,
-                path: entry.path(),
                 stat: FileStat::of(&meta),
             }),
             _ => continue,
         }
     }
     files.sort_by(|a, b| a.name.cmp(&b.name));
+    files.shrink_to_fit();
     Ok(files)
 }
 

@@ -48,6 +48,11 @@ const FEW_DAYS: usize = 2;
 /// commit of tens of thousands of sled values (each day's partitions it touched).
 const COMMIT_DAYS: usize = 256;
 
+/// ... or this many files' checkpoints: a history of tens of thousands of small files (of the
+/// same few days, so no other limit is reached) would otherwise hold a checkpoint a file until
+/// the end (50,000 files of three lines: 4 MB less at the peak).
+const COMMIT_FILES: usize = 4096;
+
 impl Default for Batch {
     fn default() -> Batch {
         Batch {
@@ -68,7 +73,7 @@ impl Batch {
     }
 
     /// Whether the batch holds enough to be committed now ([`COMMIT_BYTES`],
-    /// [`COMMIT_BYTES_MANY_DAYS`], [`COMMIT_DAYS`]).
+    /// [`COMMIT_BYTES_MANY_DAYS`], [`COMMIT_DAYS`], [`COMMIT_FILES`]).
     pub fn is_full(&self) -> bool {
         // The days whose lines it holds: the seen set's partitions of lines without a day, and
         // the cost pass's copy of the same days, are not more days.
@@ -78,7 +83,7 @@ impl Batch {
         } else {
             COMMIT_BYTES
         };
-        self.counts.bytes >= limit || self.days() >= COMMIT_DAYS
+        self.counts.bytes >= limit || self.days() >= COMMIT_DAYS || self.checkpoints.len() >= COMMIT_FILES
     }
 
     /// Adds what `row` counts (its `part`) to its series; `known` holds the store's series (for

@@ -1,6 +1,7 @@
 //! The reading half of the cost pass (`store/upgrade/before_cost.rs`): each region a store made
 //! before cost had read, read again for the quotes of the lines it counted then.
 
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::ledger::decode::{Decoded, decode};
@@ -17,7 +18,11 @@ use crate::store::{Batch, Store, StoreError};
 /// limited); one that is gone has nothing left to give (its lines' cost is not known: an
 /// under-count, never a double count). Stops early, with what was read committed, once `stop`
 /// is set.
-pub fn run(store: &mut Store, files: &[LedgerFile], stop: &AtomicBool) -> Result<(), StoreError> {
+pub fn run(
+    store: &mut Store,
+    (dir, files): (&Path, &[LedgerFile]),
+    stop: &AtomicBool,
+) -> Result<(), StoreError> {
     let regions = store.cost_pass().clone();
     let mut batch = Batch::default();
     let mut all_read = true;
@@ -31,7 +36,7 @@ pub fn run(store: &mut Store, files: &[LedgerFile], stop: &AtomicBool) -> Result
             batch.set_pass_progress(name, None);
             continue;
         };
-        match read_region(store, &mut batch, &name, file, region, stop)? {
+        match read_region(store, &mut batch, &name, &file.path(dir), region, stop)? {
             Region::Done => {
                 batch.set_pass_progress(name, None);
                 if stop.load(Ordering::Relaxed) {
@@ -67,11 +72,11 @@ fn read_region(
     store: &mut Store,
     batch: &mut Batch,
     name: &std::ffi::OsString,
-    file: &LedgerFile,
+    path: &Path,
     mut region: PassFile,
     stop: &AtomicBool,
 ) -> Result<Region, StoreError> {
-    let mut tail = match tail::open_region(&file.path, region.done, region.end) {
+    let mut tail = match tail::open_region(path, region.done, region.end) {
         Ok(tail) => tail,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Region::Done),
         Err(e) => return Ok(Region::Unreadable(e)),
