@@ -7,8 +7,8 @@
 Each size is a stats folder of that many files of three lines, all of the same three days (a
 synced folder's conflict copies, a restored backup: nothing but the files' number grows), made
 once. Per build, size and round: the backfill (`once --otlp off` into an empty state dir) and
-then a `once` with nothing new (at rest), each one's peak RSS (GNU time). The builds alternate
-round by round. Prints the medians, and the cost of a file at the margin: the difference between
+then a `once` with nothing new (at rest), each one's peak RSS (GNU time). The builds alternate,
+their order swapped every round. Prints the medians, and the cost of a file at the margin: the difference between
 the largest and the smallest size, divided by the files between them (what a process holds
 whatever the files, sled's buffers and the binary, drops out).
 """
@@ -48,8 +48,10 @@ def main():
         for n in sizes:
             make(os.path.join(work, str(n)), n)
         peaks = {(b, n, kind): [] for b in builds for n in sizes for kind in ("backfill", "rest")}
-        for _ in range(args.runs):
-            for name, binary in builds.items():
+        for i in range(args.runs):
+            # ABBA: neither build always goes first.
+            order = list(builds.items()) if i % 2 == 0 else list(reversed(builds.items()))
+            for name, binary in order:
                 for n in sizes:
                     state = os.path.join(work, "state")
                     shutil.rmtree(state, ignore_errors=True)
@@ -59,7 +61,7 @@ def main():
         med = {k: statistics.median(v) for k, v in peaks.items()}
         low, high = min(sizes), max(sizes)
         print(f"\n`once` over files of three lines of the same three days; peak RSS, median of {args.runs} rounds, "
-              f"builds alternating; {os.cpu_count()} cores\n")
+              f"builds alternating (ABBA); {os.cpu_count()} cores\n")
         print("| build | " + " | ".join(f"{n:,} files, backfill | {n:,} files, at rest" for n in sizes)
               + " | a file, backfill | a file, at rest |")
         print("|---|" + "---|" * (2 * len(sizes) + 2))

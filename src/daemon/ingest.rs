@@ -28,7 +28,7 @@ pub fn read_ledger(
     if let Some(files) = listing.files()
         && !store.cost_pass().is_empty()
     {
-        crate::upgrade::cost_pass(store, (listing.dir(), files), stop)?;
+        crate::upgrade::cost_pass(store, listing.dir(), files, stop)?;
     }
     let mut report = ingest::poll_listed(store, listing, stop, full_check)?;
     report.counts = store.counts().since(&before);

@@ -67,7 +67,10 @@ pub async fn run(settings: &Settings, web: Option<Web>) -> anyhow::Result<()> {
             stopped.notify_one();
         }
     });
-    let mut opened = Opened::open(&settings.state_dir.value, settings.reset_state)?;
+    let Some(mut opened) = store_fault::open_at_start(settings, &stopped).await? else {
+        events::daemon::stopped(Stopped::Paused);
+        return Ok(());
+    };
     // Opening a store of many files' checkpoints allocates and frees far more than it keeps.
     ingest::release_freed_memory();
     let naming = &settings.naming;

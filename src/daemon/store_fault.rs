@@ -13,7 +13,9 @@ use super::exports::FIRST_RETRY;
 use crate::delivery::Released;
 use crate::events;
 use crate::export::backoff::Backoff;
+use crate::settings::Settings;
 use crate::store::StoreError;
+use tokio::sync::Notify;
 
 /// The longest wait between attempts to reopen a store that could not be written.
 const MAX_STORE_RETRY: Duration = Duration::from_secs(30);
@@ -30,6 +32,14 @@ pub(super) struct StoreFault {
 }
 
 impl StoreFault {
+    /// Whether `cause` is one a store waits out at start rather than ends the process on: a
+    /// full disk or quota, no descriptors left. (A state dir deleted or made read-only at start
+    /// is a setting to fix, said in one line.)
+    fn passes(cause: &std::io::Error) -> bool {
+        matches!(cause.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
+            || matches!(cause.kind(), ErrorKind::StorageFull | ErrorKind::QuotaExceeded)
+    }
+
     /// The condition behind `cause`, in the operator's words.
     fn what(cause: &std::io::Error) -> &'static str {
         match (cause.raw_os_error(), cause.kind()) {
@@ -40,6 +50,46 @@ impl StoreFault {
                 "the state dir is not writable"
             }
             _ => "the store cannot be written",
+        }
+    }
+}
+
+/// The store opened at the start of `run`. One on a full disk, or in a process with no
+/// descriptors left, is said once and tried again with backoff, as a paused store is, until it
+/// opens, or until `stopped` (then `None`): a temporary condition, never an exit (contract §7).
+/// Anything else (a damaged store, another exporter's) ends the start.
+pub(super) async fn open_at_start(settings: &Settings, stopped: &Notify) -> anyhow::Result<Option<Opened>> {
+    let state_dir = &settings.state_dir.value;
+    let mut waiting: Option<(Instant, Backoff)> = None;
+    loop {
+        let cause = match Opened::open(state_dir, settings.reset_state) {
+            Ok(opened) => {
+                if let Some((since, _)) = waiting {
+                    events::store::resumed(since.elapsed());
+                }
+                return Ok(Some(opened));
+            }
+            Err(StoreError::Io { error, .. }) if StoreFault::passes(&error) => error,
+            Err(e) => return Err(e.into()),
+        };
+        let first = waiting.is_none();
+        let (_, backoff) = waiting.get_or_insert_with(|| {
+            let first = settings.poll_interval.value.max(FIRST_RETRY);
+            (Instant::now(), Backoff::new(first, MAX_STORE_RETRY))
+        });
+        let retry = backoff.next_wait(None);
+        if first {
+            events::store::paused(
+                StoreFault::what(&cause),
+                state_dir,
+                &cause,
+                retry,
+                MAX_STORE_RETRY,
+            );
+        }
+        tokio::select! {
+            () = tokio::time::sleep(retry) => {}
+            () = stopped.notified() => return Ok(None),
         }
     }
 }

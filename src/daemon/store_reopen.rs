@@ -10,7 +10,7 @@ use super::ingest::{blocking, release_freed_memory};
 use super::{Daemon, Opened};
 
 /// Growth on disk since the store was opened that has it opened again.
-const REOPEN_GROWTH: u64 = 8 << 20;
+pub(super) const REOPEN_GROWTH: u64 = 8 << 20;
 
 impl Daemon {
     /// Opens the store again if it has grown by [`REOPEN_GROWTH`] since it was opened, no

@@ -273,3 +273,80 @@ async fn a_retry_that_comes_due_while_counting_is_paused_is_taken_not_spun_on() 
     assert_eq!(daemon.retry_at(), None, "the retry is taken");
     assert!(daemon.idle(), "nothing was sent without a store");
 }
+
+/// A store that has grown by [`store_reopen::REOPEN_GROWTH`] since it was opened (a backfill)
+/// is opened again at the end of the poll that grew it, under the same delivery: the same
+/// counts and stream instance after it, and a line read after it counted once.
+#[tokio::test]
+async fn a_store_grown_by_a_backfill_is_opened_again_and_counts_on_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let (stats, state) = (dir.path().join("stats"), dir.path().join("state"));
+    std::fs::create_dir_all(&stats).unwrap();
+    // 400,000 lines over 40 days: some 11 MB of store, the usual shape's 28 bytes a line.
+    const DAYS: usize = 40;
+    const LINES_A_DAY: usize = 10_000;
+    for day in 0..DAYS {
+        let date = match day {
+            0..31 => format!("2026-07-{:02}", day + 1),
+            _ => format!("2026-08-{:02}", day - 30),
+        };
+        let text: String = (0..LINES_A_DAY)
+            .map(|i| {
+                format!(
+                    "{{\"ts\":\"{date}T10:00:00Z\",\"model\":\"m/x\",\"total\":{}}}\n",
+                    i + 1
+                )
+            })
+            .collect();
+        std::fs::write(stats.join(format!("{date}.jsonl")), text).unwrap();
+    }
+    let flags: Flags = [
+        ("stats_dir", stats.to_str().unwrap()),
+        ("state_dir", state.to_str().unwrap()),
+        ("prometheus", "off"),
+        ("watch", "off"),
+        ("otlp", "off"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k, v.to_string()))
+    .collect();
+    let settings = Settings::resolve(&flags, false, &env_of(&[("HOME", "/nowhere")])).unwrap();
+    let opened = Opened::open(&state, false).unwrap();
+    let first_size = opened.opened_bytes;
+    let (scrape_views, _published) = watch::channel(Arc::new(ScrapeView::default()));
+    let stopping = Arc::new(AtomicBool::new(false));
+    let mut daemon = Daemon::new(&settings, opened, None, scrape_views, None, stopping);
+    // The stream's instance, or `fresh` if it has none yet.
+    let instance = |daemon: &mut Daemon, fresh: &str| {
+        let opened = daemon.opened.as_mut().expect("the store is open");
+        opened.delivery.identity(|| fresh.into(), "legacy")
+    };
+    assert_eq!(instance(&mut daemon, "named at start"), "named at start");
+
+    daemon.ingest().unwrap();
+    let opened = daemon.opened.as_ref().expect("opened again, not paused");
+    let lines = (DAYS * LINES_A_DAY) as u64;
+    assert_eq!(opened.store.counts().counted, lines);
+    assert!(
+        opened.opened_bytes >= first_size + store_reopen::REOPEN_GROWTH,
+        "the store, {} bytes, was opened again after the backfill (it was {first_size} at start)",
+        opened.opened_bytes
+    );
+    assert_eq!(instance(&mut daemon, "named again"), "named at start");
+
+    append(
+        &stats.join("2026-08-09.jsonl"),
+        r#"{"ts":"2026-08-09T11:00:00Z","model":"m/x","total":7}"#,
+    );
+    daemon.ingest().unwrap();
+    let store = &daemon.opened.as_ref().unwrap().store;
+    assert_eq!(store.counts().counted, lines + 1);
+    let total: u64 = store
+        .lifetime()
+        .tokens
+        .values()
+        .map(|t| t.get(crate::series::Quantity::Total))
+        .sum();
+    let per_day = (LINES_A_DAY * (LINES_A_DAY + 1) / 2) as u64;
+    assert_eq!(total, per_day * DAYS as u64 + 7);
+}

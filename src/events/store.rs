@@ -38,10 +38,10 @@ pub fn compacted(before: u64, after: u64, lasted: Duration) {
     );
 }
 
-/// A compaction failed; the store goes on as it was.
+/// A compaction failed; the store is left as it was.
 pub fn compaction_failed(error: &dyn Display) {
     tracing::warn!(event = "store.compaction_failed", error = %error,
-        "the store could not be compacted ({error}); it goes on as it was, and compaction is tried again when the exporter next starts");
+        "the store could not be compacted ({error}); it is left as it was, and compaction is tried again when the exporter next starts");
 }
 
 /// The store was converted to `format`; the cost quotes of what it counted are read again from

@@ -198,7 +198,14 @@ pub fn poll_listed(
     let mut batch = Batch::default();
     let mut buf = Vec::new();
     for file in &files {
-        match read_file(store, &mut batch, &mut buf, (&dir, file), (stop, full_check))? {
+        match read_file(
+            store,
+            &mut batch,
+            &mut buf,
+            &file.path(&dir),
+            file,
+            (stop, full_check),
+        )? {
             FileOutcome::Idle => {}
             FileOutcome::Read => report.files_read += 1,
             // Gone between the listing and the open (renamed, deleted, a sync tool's temporary
@@ -250,12 +257,13 @@ fn read_file(
     store: &mut Store,
     batch: &mut Batch,
     buf: &mut Vec<u8>,
-    (dir, file): (&Path, &LedgerFile),
+    path: &Path,
+    file: &LedgerFile,
     (stop, full_check): (&AtomicBool, FullCheck),
 ) -> Result<FileOutcome, StoreError> {
     let stat = file.stat;
     let checkpoint = store.checkpoint(&file.name)?;
-    let mut tail = match tail::open(&file.path(dir), &stat, checkpoint.as_ref(), full_check) {
+    let mut tail = match tail::open(path, &stat, checkpoint.as_ref(), full_check) {
         Ok(Some(tail)) => tail,
         Ok(None) => return Ok(FileOutcome::Idle),
         Err(e) => return Ok(FileOutcome::Failed((e.kind(), e.to_string()))),

@@ -50,7 +50,7 @@ const COMMIT_DAYS: usize = 256;
 
 /// ... or this many files' checkpoints: a history of tens of thousands of small files (of the
 /// same few days, so no other limit is reached) would otherwise hold a checkpoint a file until
-/// the end (50,000 files of three lines: 4 MB less at the peak).
+/// the end (50,000 files of three lines: 40.1 MiB at the peak against 44.6, median of 3).
 const COMMIT_FILES: usize = 4096;
 
 impl Default for Batch {

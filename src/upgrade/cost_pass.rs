@@ -20,7 +20,8 @@ use crate::store::{Batch, Store, StoreError};
 /// is set.
 pub fn run(
     store: &mut Store,
-    (dir, files): (&Path, &[LedgerFile]),
+    stats_dir: &Path,
+    files: &[LedgerFile],
     stop: &AtomicBool,
 ) -> Result<(), StoreError> {
     let regions = store.cost_pass().clone();
@@ -36,7 +37,7 @@ pub fn run(
             batch.set_pass_progress(name, None);
             continue;
         };
-        match read_region(store, &mut batch, &name, &file.path(dir), region, stop)? {
+        match read_region(store, &mut batch, &name, &file.path(stats_dir), region, stop)? {
             Region::Done => {
                 batch.set_pass_progress(name, None);
                 if stop.load(Ordering::Relaxed) {
@@ -66,7 +67,7 @@ enum Region {
     Stopped,
 }
 
-/// Reads `file` over `region`, adding the quote of each line counted before cost. A line too
+/// Reads the file at `path` over `region`, adding the quote of each line counted before cost. A line too
 /// long to hold was rejected when it was counted: the tailer skips it, and it adds nothing.
 fn read_region(
     store: &mut Store,

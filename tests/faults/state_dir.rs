@@ -173,6 +173,68 @@ fn run_pauses_on_a_full_disk_and_resumes_exactly_when_there_is_room() {
     );
 }
 
+/// `run` started on a full disk under its store says so once and waits for room instead of
+/// exiting (contract §7: a temporary condition, never an exit); with room again, it opens the
+/// store and counts exactly what the ledger holds, the lines that landed meanwhile too.
+#[test]
+#[ignore = "needs root, for a tmpfs (.ci/run); run with --include-ignored"]
+fn run_started_on_a_full_disk_waits_for_room_then_counts_exactly() {
+    let fx = Fixture::new();
+    let Some(disk) = Mount::tmpfs(&fx.state, "6m") else {
+        return;
+    };
+    let receiver = Receiver::http();
+    let mut model = Model::default();
+    let mut generator = Generator::new(37);
+    ledger(&fx, &mut model, &mut generator, 300);
+    fx.ingest();
+    ledger(&fx, &mut model, &mut generator, 200);
+
+    // Every byte left taken, down to the last page.
+    let ballast = fx.state.join("ballast");
+    let mut file = std::fs::File::create(&ballast).unwrap();
+    for block in [64 << 10, 4 << 10, 1] {
+        while std::io::Write::write_all(&mut file, &vec![0u8; block]).is_ok() {}
+    }
+    drop(file);
+    assert_eq!(disk.available(), 0);
+    let args = [
+        "--otlp-endpoint",
+        &receiver.endpoint,
+        "--prometheus",
+        "off",
+        "--export-interval",
+        "1s",
+    ];
+    let mut daemon = fx.spawn(&args);
+    assert!(
+        wait_until(Duration::from_secs(30), || daemon
+            .log_text()
+            .contains("the disk is full")),
+        "a full disk at start is reported: {}",
+        daemon.log_text()
+    );
+    assert!(daemon.is_running(), "{}", daemon.log_text());
+    ledger(&fx, &mut model, &mut generator, 100);
+
+    std::fs::remove_file(&ballast).unwrap();
+    assert!(
+        wait_until(Duration::from_secs(60), || receiver.backend_totals()
+            == model.expected.totals()),
+        "counting starts once there is room: {}",
+        daemon.log_text()
+    );
+    let (status, _, log) = daemon.terminate();
+    assert!(status.success(), "{log}");
+    assert_eq!(log.matches("counting paused").count(), 1, "reported once: {log}");
+    assert!(log.contains("counting resumed"), "{log}");
+    assert_eq!(
+        receiver.backend_totals(),
+        model.expected.totals(),
+        "nothing twice"
+    );
+}
+
 /// Without the sandbox the daemon recreates a deleted state dir and rebuilds the store from the
 /// ledger; with it (the default), it may write only in the folder it started with, so it says
 /// to start it again and exits for systemd to do so.
