@@ -72,13 +72,13 @@ pub(super) async fn open_at_start(settings: &Settings, stopped: &Notify) -> anyh
             Err(StoreError::Io { error, .. }) if StoreFault::passes(&error) => error,
             Err(e) => return Err(e.into()),
         };
-        let first = waiting.is_none();
+        let news = waiting.is_none();
         let (_, backoff) = waiting.get_or_insert_with(|| {
-            let first = settings.poll_interval.value.max(FIRST_RETRY);
-            (Instant::now(), Backoff::new(first, MAX_STORE_RETRY))
+            let first_wait = settings.poll_interval.value.max(FIRST_RETRY);
+            (Instant::now(), Backoff::new(first_wait, MAX_STORE_RETRY))
         });
         let retry = backoff.next_wait(None);
-        if first {
+        if news {
             events::store::paused(
                 StoreFault::what(&cause),
                 state_dir,

@@ -67,8 +67,9 @@ enum Region {
     Stopped,
 }
 
-/// Reads the file at `path` over `region`, adding the quote of each line counted before cost. A line too
-/// long to hold was rejected when it was counted: the tailer skips it, and it adds nothing.
+/// Reads the file at `path` over `region`, adding the quote of each line counted before cost.
+/// A line too long to hold was rejected when it was counted: the tailer skips it, and it adds
+/// nothing.
 fn read_region(
     store: &mut Store,
     batch: &mut Batch,
