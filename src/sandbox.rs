@@ -80,7 +80,7 @@ pub fn permission_hint() -> &'static str {
 /// Why the sandbox could not be entered.
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {
-    #[error("cannot create the state dir {}: {error}; fix its permissions or choose another with --state-dir", path.display())]
+    #[error("cannot create the state dir {}: {error}; fix its permissions (or make room on its disk), or choose another with --state-dir", path.display())]
     StateDir { path: PathBuf, error: std::io::Error },
     #[error("cannot set the sandbox up: {0}; run with --sandbox off, and report it")]
     Landlock(String),

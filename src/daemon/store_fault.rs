@@ -1,5 +1,6 @@
 //! Counting paused on a store that cannot be written (a full disk, no descriptors left, a state
-//! dir deleted or made read-only), and resumed when it can be again.
+//! dir deleted or made read-only), and resumed when it can be again; and `run`'s start waiting
+//! for a store it cannot open on a full disk or without descriptors.
 
 use std::io::ErrorKind;
 use std::time::Duration;
@@ -36,22 +37,31 @@ impl StoreFault {
     /// full disk or quota, no descriptors left. (A state dir deleted or made read-only at start
     /// is a setting to fix, said in one line.)
     fn passes(cause: &std::io::Error) -> bool {
-        matches!(cause.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
-            || matches!(cause.kind(), ErrorKind::StorageFull | ErrorKind::QuotaExceeded)
+        out_of_descriptors(cause) || matches!(cause.kind(), ErrorKind::StorageFull | ErrorKind::QuotaExceeded)
     }
 
     /// The condition behind `cause`, in the operator's words.
     fn what(cause: &std::io::Error) -> &'static str {
-        match (cause.raw_os_error(), cause.kind()) {
-            (Some(libc::EMFILE | libc::ENFILE), _) => "the process has no file descriptors left",
-            (_, ErrorKind::StorageFull | ErrorKind::QuotaExceeded) => "the disk is full",
-            (_, ErrorKind::NotFound) => "the state dir was deleted",
-            (_, ErrorKind::PermissionDenied | ErrorKind::ReadOnlyFilesystem) => {
-                "the state dir is not writable"
-            }
+        if out_of_descriptors(cause) {
+            return "the process has no file descriptors left (raise its limit: `ulimit -n`, or LimitNOFILE= in its unit)";
+        }
+        match cause.kind() {
+            ErrorKind::StorageFull | ErrorKind::QuotaExceeded => "the disk is full",
+            ErrorKind::NotFound => "the state dir was deleted",
+            ErrorKind::PermissionDenied | ErrorKind::ReadOnlyFilesystem => "the state dir is not writable",
             _ => "the store cannot be written",
         }
     }
+}
+
+/// Whether `cause` says the process (or the system) has no file descriptors left. Windows says
+/// it with a code of its own, not errno's (whose numbers are other errors there).
+fn out_of_descriptors(cause: &std::io::Error) -> bool {
+    #[cfg(unix)]
+    let out = matches!(cause.raw_os_error(), Some(libc::EMFILE | libc::ENFILE));
+    #[cfg(windows)]
+    let out = cause.raw_os_error() == Some(windows_sys::Win32::Foundation::ERROR_TOO_MANY_OPEN_FILES as i32);
+    out
 }
 
 /// The store opened at the start of `run`. One on a full disk, or in a process with no
