@@ -9,6 +9,12 @@ use super::*;
 use crate::paths::env_of;
 use crate::settings::Flags;
 
+/// Settings of these flags alone: no config file, and a home that holds none.
+fn settings_of(flags: &[(&'static str, &str)]) -> Settings {
+    let flags: Flags = flags.iter().map(|&(k, v)| (k, v.to_string())).collect();
+    Settings::resolve(&flags, false, &env_of(&[("HOME", "/nowhere")])).unwrap()
+}
+
 /// A daemon serving on its own task, stopped by [`Running::stop`].
 struct Running {
     stopped: Arc<Notify>,
@@ -30,22 +36,19 @@ fn run_daemon(
     poll: &str,
     endpoint: Option<&str>,
 ) -> (Running, watch::Receiver<Arc<ScrapeView>>) {
-    let mut flags: Flags = [
+    let export = match endpoint {
+        Some(url) => ("otlp_endpoint", url),
+        None => ("otlp", "off"),
+    };
+    let settings = settings_of(&[
         ("stats_dir", stats.to_str().unwrap()),
         ("state_dir", state.to_str().unwrap()),
         ("prometheus", "off"),
         ("watch", "off"),
         ("poll_interval", poll),
         ("export_interval", "60s"),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k, v.to_string()))
-    .collect();
-    match endpoint {
-        Some(url) => flags.insert("otlp_endpoint", url.to_string()),
-        None => flags.insert("otlp", "off".to_string()),
-    };
-    let settings = Settings::resolve(&flags, false, &env_of(&[("HOME", "/nowhere")])).unwrap();
+        export,
+    ]);
     let exporter = settings.otlp.as_ref().map(|otlp| {
         OtlpExporter::new(
             otlp.target.clone(),
@@ -244,16 +247,12 @@ async fn a_retry_that_comes_due_while_counting_is_paused_is_taken_not_spun_on() 
     let dir = tempfile::tempdir().unwrap();
     let (stats, state) = (dir.path().join("stats"), dir.path().join("state"));
     std::fs::create_dir_all(&stats).unwrap();
-    let flags: Flags = [
+    let settings = settings_of(&[
         ("stats_dir", stats.to_str().unwrap()),
         ("state_dir", state.to_str().unwrap()),
         ("prometheus", "off"),
         ("otlp_endpoint", "http://127.0.0.1:9/v1/metrics"),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k, v.to_string()))
-    .collect();
-    let settings = Settings::resolve(&flags, false, &env_of(&[("HOME", "/nowhere")])).unwrap();
+    ]);
     let otlp = settings.otlp.as_ref().unwrap();
     let exporter = OtlpExporter::new(
         otlp.target.clone(),
@@ -297,17 +296,13 @@ async fn a_store_grown_by_a_backfill_is_opened_again_and_counts_on_exactly() {
             .collect();
         std::fs::write(stats.join(format!("{date}.jsonl")), text).unwrap();
     }
-    let flags: Flags = [
+    let settings = settings_of(&[
         ("stats_dir", stats.to_str().unwrap()),
         ("state_dir", state.to_str().unwrap()),
         ("prometheus", "off"),
         ("watch", "off"),
         ("otlp", "off"),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k, v.to_string()))
-    .collect();
-    let settings = Settings::resolve(&flags, false, &env_of(&[("HOME", "/nowhere")])).unwrap();
+    ]);
     let opened = Opened::open(&state, false).unwrap();
     let first_size = opened.opened_bytes;
     let (scrape_views, _published) = watch::channel(Arc::new(ScrapeView::default()));

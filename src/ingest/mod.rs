@@ -391,4 +391,24 @@ mod tests {
                 .any(|n| n == "2026-11-20.jsonl" || n == "2026-11-30.jsonl")
         );
     }
+
+    /// More small files of one day than a commit holds checkpoints of (contract §4): every line
+    /// counted once across the commits, and a second poll finds nothing new in any file.
+    #[test]
+    fn files_past_a_commits_checkpoints_are_counted_once_across_its_commits() {
+        let dir = tempfile::tempdir().unwrap();
+        let stats = dir.path().join("stats");
+        std::fs::create_dir(&stats).unwrap();
+        const FILES: u64 = 4_100;
+        for i in 0..FILES {
+            let line = format!("{{\"ts\":\"2026-08-01T10:00:00Z\",\"model\":\"m/x\",\"total\":{i}}}\n");
+            std::fs::write(stats.join(format!("2026-08-01 ({i}).jsonl")), line).unwrap();
+        }
+        let mut store = Store::open(&dir.path().join("state"), false).unwrap();
+        let first = poll(&mut store, &stats).unwrap();
+        assert_eq!((first.files_read, first.counts.counted), (FILES as usize, FILES));
+        assert_eq!(store.checkpoints().unwrap().len(), FILES as usize);
+        let again = poll(&mut store, &stats).unwrap();
+        assert_eq!((again.files_read, again.counts.read()), (0, 0));
+    }
 }

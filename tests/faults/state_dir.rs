@@ -190,9 +190,6 @@ fn run_started_on_a_full_disk_waits_for_room_then_counts_exactly() {
     fx.ingest();
     ledger(&fx, &mut model, &mut generator, 200);
 
-    let ballast = fx.state.join("ballast");
-    fill(&ballast);
-    assert_eq!(disk.available(), 0);
     let args = [
         "--otlp-endpoint",
         &receiver.endpoint,
@@ -201,14 +198,7 @@ fn run_started_on_a_full_disk_waits_for_room_then_counts_exactly() {
         "--export-interval",
         "1s",
     ];
-    let mut daemon = fx.spawn(&args);
-    assert!(
-        wait_until(Duration::from_secs(30), || daemon
-            .log_text()
-            .contains("the disk is full")),
-        "a full disk at start is reported: {}",
-        daemon.log_text()
-    );
+    let (ballast, mut daemon) = started_on_a_full_disk(&fx, &disk, &args);
     assert!(daemon.is_running(), "{}", daemon.log_text());
     ledger(&fx, &mut model, &mut generator, 100);
 
@@ -242,9 +232,24 @@ fn run_waiting_for_room_at_start_stops_at_once_when_asked() {
     let mut model = Model::default();
     ledger(&fx, &mut model, &mut Generator::new(41), 100);
     fx.ingest();
-    fill(&fx.state.join("ballast"));
+    let (_, daemon) = started_on_a_full_disk(&fx, &disk, &["--otlp", "off", "--prometheus", "off"]);
+    let (status, took, log) = daemon.terminate();
+    assert!(status.success(), "{log}");
+    assert!(took < Duration::from_secs(5), "stopped in {took:?}: {log}");
+    assert!(log.contains("stopped while counting was paused"), "{log}");
+}
+
+/// `run` with `args`, started once every byte left on `disk` is taken (down to the last page,
+/// by a file returned to be removed), and past reporting the full disk.
+fn started_on_a_full_disk(fx: &Fixture, disk: &Mount, args: &[&str]) -> (PathBuf, common::Daemon) {
+    let ballast = fx.state.join("ballast");
+    let mut file = std::fs::File::create(&ballast).unwrap();
+    for block in [64 << 10, 4 << 10, 1] {
+        while std::io::Write::write_all(&mut file, &vec![0u8; block]).is_ok() {}
+    }
+    drop(file);
     assert_eq!(disk.available(), 0);
-    let daemon = fx.spawn(&["--otlp", "off", "--prometheus", "off"]);
+    let daemon = fx.spawn(args);
     assert!(
         wait_until(Duration::from_secs(30), || daemon
             .log_text()
@@ -252,18 +257,7 @@ fn run_waiting_for_room_at_start_stops_at_once_when_asked() {
         "a full disk at start is reported: {}",
         daemon.log_text()
     );
-    let (status, took, log) = daemon.terminate();
-    assert!(status.success(), "{log}");
-    assert!(took < Duration::from_secs(5), "stopped in {took:?}: {log}");
-    assert!(log.contains("stopped while counting was paused"), "{log}");
-}
-
-/// Takes every byte left on the file system of `path`, down to the last page, in a file there.
-fn fill(path: &Path) {
-    let mut file = std::fs::File::create(path).unwrap();
-    for block in [64 << 10, 4 << 10, 1] {
-        while std::io::Write::write_all(&mut file, &vec![0u8; block]).is_ok() {}
-    }
+    (ballast, daemon)
 }
 
 /// Without the sandbox the daemon recreates a deleted state dir and rebuilds the store from the
