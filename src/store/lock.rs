@@ -33,11 +33,15 @@ impl StateLock {
                     let mut owner = String::new();
                     let _ = file.seek(SeekFrom::Start(0));
                     let _ = file.read_to_string(&mut owner);
+                    // A line without its end is being written by an owner that has just
+                    // taken the lock: not read yet, so waited for as a brief owner is.
+                    let written = owner.ends_with('\n');
                     let mut fields = owner.split_whitespace();
                     let pid = fields.next().and_then(|p| p.parse().ok());
                     // A pid that is not running is what a dead owner left, about to be
                     // rewritten by the new one: wait for it as for a brief owner.
-                    let passing = pid.is_none_or(|pid| !running(pid)) || fields.next() == Some("brief");
+                    let passing =
+                        !written || pid.is_none_or(|pid| !running(pid)) || fields.next() == Some("brief");
                     if !passing || std::time::Instant::now() >= deadline {
                         return Err(StoreError::Locked {
                             path: state_dir.to_path_buf(),
@@ -50,9 +54,12 @@ impl StateLock {
             }
         }
         let role = if brief { " brief" } else { "" };
+        // In one write: `writeln!` writes the pid and the role apart, and a process that read
+        // the pid alone took a brief owner for one that keeps the store, and gave up.
+        let line = format!("{}{role}\n", std::process::id());
         file.set_len(0)
             .and_then(|()| file.seek(SeekFrom::Start(0)))
-            .and_then(|_| writeln!(file, "{}{role}", std::process::id()))
+            .and_then(|_| file.write_all(line.as_bytes()))
             .map_err(io_error)?;
         Ok(StateLock { _file: file })
     }
@@ -73,5 +80,36 @@ fn running(pid: u32) -> bool {
     {
         let _ = pid;
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An owner caught between taking the lock and finishing its line (its pid written, not yet
+    /// whether it is brief) is waited for, not taken for an owner that keeps the store. (Unix:
+    /// Windows lets no other handle read a locked file, so an owner there is always waited for.)
+    #[test]
+    #[cfg(unix)]
+    fn an_owner_line_still_being_written_is_waited_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut holder = crate::own_files::open_own(&dir.path().join("lock")).unwrap();
+        holder.try_lock().unwrap();
+        write!(holder, "{}", std::process::id()).unwrap();
+
+        let started = std::time::Instant::now();
+        let taken = StateLock::acquire(dir.path(), false);
+        assert!(matches!(taken, Err(StoreError::Locked { .. })));
+        assert!(started.elapsed() >= BRIEF_WAIT, "gave up at once");
+
+        // The line finished: an owner that keeps the store is refused at once.
+        writeln!(holder).unwrap();
+        let started = std::time::Instant::now();
+        assert!(matches!(
+            StateLock::acquire(dir.path(), false),
+            Err(StoreError::Locked { .. })
+        ));
+        assert!(started.elapsed() < BRIEF_WAIT);
     }
 }
