@@ -83,14 +83,17 @@ fn running(pid: u32) -> bool {
     }
 }
 
-// Unix: Windows lets no other handle read a locked file, so an owner there is always waited for.
-#[cfg(all(test, unix))]
+#[cfg(test)]
 mod tests {
+    // Unix: Windows lets no other handle read a locked file, so an owner there is always
+    // waited for.
+    #[cfg(unix)]
     use super::*;
 
     /// An owner caught between taking the lock and finishing its line (its pid written, not yet
     /// whether it is brief) is waited for, not taken for an owner that keeps the store.
     #[test]
+    #[cfg(unix)]
     fn an_owner_line_still_being_written_is_waited_for() {
         let dir = tempfile::tempdir().unwrap();
         let mut holder = crate::own_files::open_own(&dir.path().join("lock")).unwrap();
