@@ -2,8 +2,8 @@
 //!
 //! Data flows one way: [`ledger`] (find, tail, decode) → [`series`] (the data model) →
 //! [`store`] (seen set, totals, checkpoints) → [`upgrade`] → [`ingest`] → [`export`] (OTLP, `/metrics`) → [`history`] →
-//! [`settings`] → [`daemon`] (`run`) and [`cli`]; below them all, [`bytes`], [`shown`], [`events`],
-//! [`paths`] and [`files`].
+//! [`settings`] → [`daemon`] (`run`) and [`cli`]; below them all, [`bytes`], [`inert_text`], [`events`],
+//! [`paths`], [`descriptors`] and [`own_files`].
 //! `tests/layers/` checks that no module uses one above it (the order is in docs/design.md).
 
 pub mod bytes;
@@ -11,6 +11,7 @@ pub mod catalog;
 pub mod cli;
 pub mod daemon;
 pub mod delivery;
+pub mod descriptors;
 pub mod events;
 pub mod export;
 pub mod history;

@@ -12,6 +12,7 @@ use super::Daemon;
 use super::Opened;
 use super::exports::FIRST_RETRY;
 use crate::delivery::Released;
+use crate::descriptors::out_of_descriptors;
 use crate::events;
 use crate::export::backoff::Backoff;
 use crate::settings::Settings;
@@ -52,16 +53,6 @@ impl StoreFault {
             _ => "the store cannot be written",
         }
     }
-}
-
-/// Whether `cause` says the process (or the system) has no file descriptors left. Windows says
-/// it with a code of its own, not errno's (whose numbers are other errors there).
-fn out_of_descriptors(cause: &std::io::Error) -> bool {
-    #[cfg(unix)]
-    let out = matches!(cause.raw_os_error(), Some(libc::EMFILE | libc::ENFILE));
-    #[cfg(windows)]
-    let out = cause.raw_os_error() == Some(windows_sys::Win32::Foundation::ERROR_TOO_MANY_OPEN_FILES as i32);
-    out
 }
 
 /// The store opened at the start of `run`. One on a full disk, or in a process with no

@@ -17,6 +17,7 @@ use tokio::sync::{Semaphore, watch};
 use super::page;
 use super::prometheus::{self, ScrapeView};
 use super::web::Web;
+use crate::descriptors::out_of_descriptors;
 
 /// How many clients may be connected at once; more wait in the kernel's accept queue, holding
 /// none of the daemon's descriptors or memory.
@@ -129,12 +130,6 @@ where
         .max_buf_size(MAX_REQUEST_HEAD)
         .serve_connection(TokioIo::new(io), service)
         .await;
-}
-
-/// EMFILE (this process) or ENFILE (the whole system): the condition passes when descriptors
-/// are freed, so accepting pauses instead of spinning.
-fn out_of_descriptors(e: &std::io::Error) -> bool {
-    matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
 }
 
 /// 200 while the process runs, as Prometheus' own `/-/healthy`.

@@ -9,11 +9,12 @@ use std::path::{Path, PathBuf};
 mod store_imports;
 
 /// The top-level modules, lowest first: each may use only those before it.
-const LAYERS: [&str; 20] = [
+const LAYERS: [&str; 21] = [
     "bytes",
     "inert_text",
     "events",
     "paths",
+    "descriptors",
     "own_files",
     "catalog",
     "ledger",
