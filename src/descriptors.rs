@@ -9,7 +9,8 @@ pub fn out_of_descriptors(error: &std::io::Error) -> bool {
     #[cfg(windows)]
     let out = {
         use windows_sys::Win32::{Foundation::ERROR_TOO_MANY_OPEN_FILES, Networking::WinSock::WSAEMFILE};
-        matches!(error.raw_os_error(), Some(code) if code == ERROR_TOO_MANY_OPEN_FILES as i32 || code == WSAEMFILE)
+        const TOO_MANY_FILES: i32 = ERROR_TOO_MANY_OPEN_FILES as i32;
+        matches!(error.raw_os_error(), Some(TOO_MANY_FILES | WSAEMFILE))
     };
     out
 }

@@ -1,9 +1,11 @@
 //! reasonix-exporter: the Reasonix usage ledger as exact OpenTelemetry counters.
 //!
 //! Data flows one way: [`ledger`] (find, tail, decode) → [`series`] (the data model) →
-//! [`store`] (seen set, totals, checkpoints) → [`upgrade`] → [`ingest`] → [`export`] (OTLP, `/metrics`) → [`history`] →
-//! [`settings`] → [`daemon`] (`run`) and [`cli`]; below them all, [`bytes`], [`inert_text`], [`events`],
-//! [`paths`], [`descriptors`] and [`own_files`].
+//! [`store`] (seen set, totals, checkpoints) → [`delivery`] (what backends received) →
+//! [`upgrade`] → [`ingest`] → [`status_file`] → [`export`] (OTLP, `/metrics`) → [`history`] →
+//! [`sandbox`] → [`settings`] → [`daemon`] (`run`), [`rules`] and [`cli`]; below them all,
+//! [`bytes`], [`inert_text`], [`events`], [`paths`], [`descriptors`], [`own_files`] and
+//! [`catalog`].
 //! `tests/layers/` checks that no module uses one above it (the order is in docs/design.md).
 
 pub mod bytes;

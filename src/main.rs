@@ -15,6 +15,9 @@ use reasonix_exporter::settings::{Settings, process_env};
 fn main() -> ExitCode {
     private_files();
     let cli = Cli::parse();
+    if matches!(cli.command, None | Some(Command::Run)) {
+        daemon::allocator::start_tuned();
+    }
     if let Err(err) = init_logging(&cli.options) {
         return fail(&err);
     }

@@ -178,3 +178,35 @@ fn idle(daemon: &common::Daemon) -> (f64, u64) {
     let share = (after - before) as f64 / ticks_per_s / window.as_secs_f64();
     (share, rss_kib)
 }
+
+/// `run` starts again, as the same process, with glibc's allocator tuned for staying resident
+/// (`src/daemon/allocator.rs`), unless the operator set `GLIBC_TUNABLES`: their choice stands.
+#[test]
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn run_starts_with_the_allocator_tuned_unless_the_operator_tuned_it() {
+    let has = |daemon: &common::Daemon, pair: &str| {
+        let environ = std::fs::read(format!("/proc/{}/environ", daemon.child.id())).unwrap();
+        environ.split(|&b| b == 0).any(|v| v == pair.as_bytes())
+    };
+    let fx = Fixture::new();
+    // Serving: the process the test started is past its second start.
+    let (daemon, _) = fx.spawn_serving(&[]);
+    let tuned = format!(
+        "GLIBC_TUNABLES={}",
+        reasonix_exporter::daemon::allocator::TUNABLES
+    );
+    assert!(has(&daemon, &tuned), "{}", daemon.log_text());
+    drop(daemon);
+
+    let own = "glibc.malloc.trim_threshold=131072";
+    let daemon = fx.spawn_with(
+        &["--otlp", "off", "--prometheus", "127.0.0.1:0"],
+        &[("GLIBC_TUNABLES", own)],
+    );
+    daemon.metrics_port();
+    assert!(
+        has(&daemon, &format!("GLIBC_TUNABLES={own}")),
+        "{}",
+        daemon.log_text()
+    );
+}

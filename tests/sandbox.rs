@@ -78,7 +78,7 @@ fn nothing_outside_the_stats_folder_is_read_not_even_through_a_symlinked_day_fil
 
 #[test]
 #[ignore = "needs a kernel with landlock (.ci/run); run with --include-ignored"]
-fn in_the_sandbox_run_still_ingests_exports_by_host_name_and_serves_metrics() {
+fn in_the_sandbox_run_still_ingests_exports_by_host_name_and_serves_metrics_and_reads_nothing_outside() {
     if !kernel_has_landlock() {
         return;
     }
@@ -93,6 +93,16 @@ fn in_the_sandbox_run_still_ingests_exports_by_host_name_and_serves_metrics() {
         fx.append(&format!("{day}.jsonl"), text.as_bytes());
         model.feed(text.as_bytes());
     }
+    // Never a day file linked from elsewhere, whichever poll reads the folder.
+    let elsewhere = fx.root.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let linked = days(4)[3].clone();
+    std::fs::write(elsewhere.join("ledger.jsonl"), generator.day_file(&linked, 20)).unwrap();
+    std::os::unix::fs::symlink(
+        elsewhere.join("ledger.jsonl"),
+        fx.path(&format!("{linked}.jsonl")),
+    )
+    .unwrap();
     let daemon = fx.spawn(&[
         "--otlp-endpoint",
         &endpoint,

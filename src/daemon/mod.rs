@@ -10,6 +10,7 @@
 //! - `exports.rs`: the export task, its retries and what the collector said;
 //! - `tests.rs`: the schedule on tokio's paused clock.
 
+pub mod allocator;
 mod exports;
 mod ingest;
 mod publish;

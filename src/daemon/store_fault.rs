@@ -33,6 +33,14 @@ pub(super) struct StoreFault {
     released: Released,
 }
 
+/// No descriptors left, in the operator's words on this platform.
+#[cfg(unix)]
+const OUT_OF_DESCRIPTORS: &str =
+    "the process has no file descriptors left (raise its limit: `ulimit -n`, or LimitNOFILE= in its unit)";
+#[cfg(windows)]
+const OUT_OF_DESCRIPTORS: &str =
+    "the process has no file handles left (close what holds them open, or restart it)";
+
 impl StoreFault {
     /// Whether `cause` is one a store waits out at start rather than ends the process on: a
     /// full disk or quota, no descriptors left. (A state dir deleted or made read-only at start
@@ -44,7 +52,7 @@ impl StoreFault {
     /// The condition behind `cause`, in the operator's words.
     fn what(cause: &std::io::Error) -> &'static str {
         if out_of_descriptors(cause) {
-            return "the process has no file descriptors left (raise its limit: `ulimit -n`, or LimitNOFILE= in its unit)";
+            return OUT_OF_DESCRIPTORS;
         }
         match cause.kind() {
             ErrorKind::StorageFull | ErrorKind::QuotaExceeded => "the disk is full",

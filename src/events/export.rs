@@ -125,8 +125,12 @@ pub fn web_config_refused(error: &dyn Display) {
 
 /// `/metrics` cannot accept connections for want of descriptors; tried again every `pause`.
 pub fn starved(error: &dyn Display, pause: Duration) {
+    #[cfg(unix)]
+    const RAISE: &str = "Raise LimitNOFILE (or `ulimit -n`), or find the client holding connections open";
+    #[cfg(windows)]
+    const RAISE: &str = "Find the client holding connections open";
     tracing::warn!(event = "prometheus.starved", error = %error,
-        "/metrics cannot accept connections: the process is out of file descriptors ({error}); retrying every {}s. Raise LimitNOFILE, or find the client holding connections open",
+        "/metrics cannot accept connections: the process is out of file descriptors ({error}); retrying every {}s. {RAISE}",
         pause.as_secs()
     );
 }
