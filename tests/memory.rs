@@ -183,7 +183,7 @@ fn idle(daemon: &common::Daemon) -> (f64, u64) {
 /// (`src/daemon/allocator.rs`), unless the operator set `GLIBC_TUNABLES`: their choice stands.
 #[test]
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn run_starts_with_the_allocator_tuned_unless_the_operator_tuned_it() {
+fn run_starts_with_the_allocator_tuned_unless_the_operator_tuned_it_or_a_loader_started_it() {
     let has = |daemon: &common::Daemon, pair: &str| {
         let environ = std::fs::read(format!("/proc/{}/environ", daemon.child.id())).unwrap();
         environ.split(|&b| b == 0).any(|v| v == pair.as_bytes())
@@ -196,6 +196,16 @@ fn run_starts_with_the_allocator_tuned_unless_the_operator_tuned_it() {
         reasonix_exporter::daemon::allocator::TUNABLES
     );
     assert!(has(&daemon, &tuned), "{}", daemon.log_text());
+    // The same command line: what ps and a service manager show.
+    let cmdline = std::fs::read(format!("/proc/{}/cmdline", daemon.child.id())).unwrap();
+    let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).filter(|a| !a.is_empty()).collect();
+    assert_eq!(args[0], common::BIN.as_bytes());
+    let given: [&[u8]; 5] = [b"run", b"--otlp", b"off", b"--prometheus", b"127.0.0.1:0"];
+    assert!(
+        args[1..].ends_with(&given),
+        "{:?}",
+        String::from_utf8_lossy(&cmdline)
+    );
     drop(daemon);
 
     let own = "glibc.malloc.trim_threshold=131072";
@@ -209,4 +219,21 @@ fn run_starts_with_the_allocator_tuned_unless_the_operator_tuned_it() {
         "{}",
         daemon.log_text()
     );
+    drop(daemon);
+
+    // Started through the dynamic loader, the same arguments would not start it again: it is not.
+    #[cfg(target_arch = "x86_64")]
+    {
+        let loader = "/lib64/ld-linux-x86-64.so.2";
+        let daemon = fx.spawn_via(loader, &[], &["--otlp", "off", "--prometheus", "127.0.0.1:0"]);
+        daemon.metrics_port();
+        let environ = std::fs::read(format!("/proc/{}/environ", daemon.child.id())).unwrap();
+        assert!(
+            !environ
+                .split(|&b| b == 0)
+                .any(|v| v.starts_with(b"GLIBC_TUNABLES=")),
+            "{}",
+            daemon.log_text()
+        );
+    }
 }

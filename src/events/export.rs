@@ -126,11 +126,15 @@ pub fn web_config_refused(error: &dyn Display) {
 /// `/metrics` cannot accept connections for want of descriptors; tried again every `pause`.
 pub fn starved(error: &dyn Display, pause: Duration) {
     #[cfg(unix)]
-    const RAISE: &str = "Raise LimitNOFILE (or `ulimit -n`), or find the client holding connections open";
+    const OUT: &str = "the process is out of file descriptors";
+    #[cfg(unix)]
+    const FIX: &str = "Raise LimitNOFILE (or `ulimit -n`), or find the client holding connections open";
     #[cfg(windows)]
-    const RAISE: &str = "Find the client holding connections open";
+    const OUT: &str = "the system is out of sockets";
+    #[cfg(windows)]
+    const FIX: &str = "Find the client holding connections open";
     tracing::warn!(event = "prometheus.starved", error = %error,
-        "/metrics cannot accept connections: the process is out of file descriptors ({error}); retrying every {}s. {RAISE}",
+        "/metrics cannot accept connections: {OUT} ({error}); retrying every {}s. {FIX}",
         pause.as_secs()
     );
 }
