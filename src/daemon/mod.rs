@@ -1,6 +1,7 @@
 //! `run`, the daemon: watches the ledger, commits new lines as they land, exports on an
 //! interval from a task of its own, serves `/metrics`, and stops gracefully on a signal.
 //!
+//! - `allocator.rs`: `run` started again, once, with glibc's allocator tuned for staying resident;
 //! - `signals.rs`: the stop signals, handled from the first instant;
 //! - `ingest.rs`: one poll of the ledger, the heart of `run`;
 //! - `publish.rs`: what `/metrics` and `status` are handed after every commit;
