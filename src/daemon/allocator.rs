@@ -29,14 +29,15 @@ pub fn start_tuned() {
         if secure || std::env::var_os("GLIBC_TUNABLES").is_some() {
             return;
         }
-        let (Ok(binary), Some(name)) = (std::env::current_exe(), std::env::args_os().next()) else {
+        let mut args = std::env::args_os();
+        let (Ok(binary), Some(name)) = (std::env::current_exe(), args.next()) else {
             return;
         };
         if binary.file_name() != std::path::Path::new(&name).file_name() {
             return;
         }
         let mut command = std::process::Command::new(binary);
-        command.arg0(name).args(std::env::args_os().skip(1));
+        command.arg0(name).args(args);
         let _failed = command.env("GLIBC_TUNABLES", TUNABLES).exec();
         // std set SIGPIPE back to its default for the new program; this one goes on, and a write
         // to a closed pipe must stay an error here, never the end of the process.
