@@ -3,13 +3,19 @@
 
     cargo build --release --bin reasonix-exporter && cargo build --release --examples
     python3 bench/one_line_day_sizes.py BINARY [--busy 2000000] [--quiet 1000] [--runs 31] [--gap 1]
+                                        [--busy-backfilled-by OTHER]
 
 Each day (one file of the generator's, seeded) is backfilled into its own store first, not timed.
 Then every round appends one line to each day file and times a fresh `once --otlp off` on it,
 the two days alternating and their order swapped every round (ABBA), GAP seconds after the last
 run, so that both see the same machine, the same page cache and the same neighbours. Prints the
 medians, the quartiles, the ingest step `once` reports, and busy/quiet: the contract's "a new line
-costs what it adds, not what the file holds" as one ratio.
+costs what it adds, not what the file holds" as one ratio (of the medians, and the median of each
+round's own ratio).
+
+--busy-backfilled-by OTHER adds a third day: the busy day again, its store backfilled (and
+compacted) by another build, then timed with BINARY like the others, in the same loop: what the
+store a build leaves costs the runs after it, with the machine's drift taken out.
 """
 import argparse, os, re, shutil, statistics, subprocess, sys, tempfile, time
 
@@ -29,14 +35,19 @@ def main():
     ap.add_argument("--quiet", type=int, default=1_000)
     ap.add_argument("--runs", type=int, default=31)
     ap.add_argument("--gap", type=float, default=1.0)
+    ap.add_argument("--busy-backfilled-by", metavar="OTHER")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="rx-days-")
     try:
         days = {"busy": args.busy, "quiet": args.quiet}
+        backfilled_by = {"busy": args.binary, "quiet": args.binary}
+        if args.busy_backfilled_by:
+            days["busy-other"] = args.busy
+            backfilled_by["busy-other"] = args.busy_backfilled_by
         for name, lines in days.items():
             stats = os.path.join(work, name, "stats")
             subprocess.run([GEN, stats, str(lines), "1", "1"], check=True)
-            backfill = [args.binary, "--stats-dir", stats, "--state-dir", os.path.join(work, name, "state"), "once", "--otlp", "off"]
+            backfill = [backfilled_by[name], "--stats-dir", stats, "--state-dir", os.path.join(work, name, "state"), "once", "--otlp", "off"]
             subprocess.run(backfill, check=True, capture_output=True)
         subprocess.run(["sync"], check=True)
         wall = {n: [] for n in days}
@@ -67,9 +78,19 @@ def main():
         for name, lines in days.items():
             p25, p50, p75 = quartiles(wall[name])
             ingest = f"{statistics.median(step[name]):.2f} ms" if step[name] else "-"
-            print(f"| {lines:,} lines | {p25:.1f} ms | {p50:.1f} ms | {p75:.1f} ms | {ingest} |")
+            label = f"{lines:,} lines" + (", the other build's store" if name == "busy-other" else "")
+            print(f"| {label} | {p25:.1f} ms | {p50:.1f} ms | {p75:.1f} ms | {ingest} |")
         ratio = statistics.median(wall["busy"]) / statistics.median(wall["quiet"])
         print(f"| busy/quiet | | {ratio:.2f}x | | |")
+        # Each round's two runs are neighbours in time; the median of their ratios is what stays
+        # of the difference when the machine's own drift moves both.
+        paired = statistics.median(b / q for b, q in zip(wall["busy"], wall["quiet"]))
+        print(f"\nbusy/quiet, round by round: median {paired:.2f}x")
+        other = "busy-other"
+        if other in wall:
+            ratio = statistics.median(wall[other]) / statistics.median(wall["quiet"])
+            paired = statistics.median(b / q for b, q in zip(wall[other], wall["quiet"]))
+            print(f"busy (the other build's store)/quiet: {ratio:.2f}x; round by round: median {paired:.2f}x")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
