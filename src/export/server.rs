@@ -34,6 +34,11 @@ pub const CONNECTION_LIFETIME: Duration = Duration::from_secs(60);
 const ACCEPT_PAUSE: Duration = Duration::from_secs(1);
 /// How long accepting must go without running out of descriptors for that to be over.
 const STARVATION_OVER: Duration = Duration::from_secs(30);
+/// The first pause after an accept fails for another reason than one client's loss or a want of
+/// descriptors (the kernel short of memory or buffers, which an accept retried at once would spin
+/// on); each failure in a row doubles it, up to [`ACCEPT_PAUSE`], and an accepted connection
+/// brings it back.
+const ACCEPT_RETRY_FIRST: Duration = Duration::from_millis(5);
 
 /// Serves `/metrics`, the page and the health checks on `listener` until the task is dropped.
 /// Any local user can connect, so every connection is bounded in number, time and memory, and a
@@ -52,6 +57,7 @@ pub async fn serve(
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     // Accepting fails for want of descriptors.
     let mut starved = crate::events::Episode::default();
+    let mut retry = ACCEPT_RETRY_FIRST;
     loop {
         let Ok(slot) = slots.clone().acquire_owned().await else {
             return;
@@ -65,9 +71,14 @@ pub async fn serve(
                 tokio::time::sleep(ACCEPT_PAUSE).await;
                 continue;
             }
-            // A connection that failed before it was accepted (reset, aborted): that client's loss.
-            Err(_) => continue,
+            Err(e) if one_clients_loss(&e) => continue,
+            Err(_) => {
+                tokio::time::sleep(retry).await;
+                retry = next_retry(retry);
+                continue;
+            }
         };
+        retry = ACCEPT_RETRY_FIRST;
         // One note per episode: accepts between failures do not end it, a quiet spell does.
         if starved.ends_after(STARVATION_OVER).is_some() {
             crate::events::export::accepting();
@@ -80,6 +91,21 @@ pub async fn serve(
             let _ = tokio::time::timeout(CONNECTION_LIFETIME, connection(stream, app, web)).await;
         });
     }
+}
+
+/// Whether a failed accept was one client's loss (its connection reset or aborted before it was
+/// accepted) or an interrupted call: the next accept goes ahead at once.
+fn one_clients_loss(error: &std::io::Error) -> bool {
+    use std::io::ErrorKind::{ConnectionAborted, ConnectionReset, Interrupted, WouldBlock};
+    matches!(
+        error.kind(),
+        ConnectionAborted | ConnectionReset | Interrupted | WouldBlock
+    )
+}
+
+/// The pause after `pause` when accepting fails again.
+fn next_retry(pause: Duration) -> Duration {
+    (pause * 2).min(ACCEPT_PAUSE)
 }
 
 /// Serves one connection: as it is, or under the web configuration read again for it.
@@ -145,5 +171,40 @@ async fn ready(State(views): State<watch::Receiver<Arc<ScrapeView>>>) -> (Status
         (StatusCode::OK, "reasonix-exporter is Ready.\n")
     } else {
         (StatusCode::SERVICE_UNAVAILABLE, "Service Unavailable\n")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Error, ErrorKind};
+
+    #[test]
+    fn a_client_that_left_before_its_accept_costs_no_pause() {
+        for kind in [
+            ErrorKind::ConnectionAborted,
+            ErrorKind::ConnectionReset,
+            ErrorKind::Interrupted,
+        ] {
+            assert!(one_clients_loss(&Error::from(kind)), "{kind:?}");
+        }
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn a_kernel_short_of_memory_or_buffers_pauses_accepting() {
+        for errno in [libc::ENOBUFS, libc::ENOMEM] {
+            assert!(!one_clients_loss(&Error::from_raw_os_error(errno)), "{errno}");
+        }
+    }
+
+    #[test]
+    fn the_pause_doubles_up_to_a_second() {
+        let pauses: Vec<Duration> = std::iter::successors(Some(ACCEPT_RETRY_FIRST), |&p| Some(next_retry(p)))
+            .take(10)
+            .collect();
+        assert_eq!(pauses[..3], [5, 10, 20].map(Duration::from_millis));
+        assert_eq!(pauses[8], ACCEPT_PAUSE);
+        assert_eq!(pauses[9], ACCEPT_PAUSE);
     }
 }
