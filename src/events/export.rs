@@ -139,6 +139,15 @@ pub fn starved(error: &dyn Display, pause: Duration) {
     );
 }
 
+/// `/metrics` cannot accept connections for another reason than descriptors (the kernel short of
+/// memory or buffers, a listener that broke); tried again after pauses of up to `longest`.
+pub fn accept_failing(error: &dyn Display, longest: Duration) {
+    tracing::warn!(event = "prometheus.accept_failing", error = %error,
+        "/metrics cannot accept connections ({error}); retrying after pauses of up to {}s. If it lasts, the system is short of memory or network buffers: see what else runs on it",
+        longest.as_secs()
+    );
+}
+
 /// `/metrics` accepts connections again.
 pub fn accepting() {
     tracing::info!(

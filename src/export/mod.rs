@@ -1,5 +1,6 @@
 //! The export side: counters out of the store, to an OTLP collector and to Prometheus.
 
+pub mod accept_retry;
 pub mod backoff;
 pub mod gen_ai;
 pub mod health;

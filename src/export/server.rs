@@ -14,10 +14,10 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::sync::{Semaphore, watch};
 
+use super::accept_retry::{ACCEPT_PAUSE, AcceptRetry, Shortage};
 use super::page;
 use super::prometheus::{self, ScrapeView};
 use super::web::Web;
-use crate::descriptors::out_of_descriptors;
 
 /// How many clients may be connected at once; more wait in the kernel's accept queue, holding
 /// none of the daemon's descriptors or memory.
@@ -30,15 +30,8 @@ pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
 pub const MAX_REQUEST_HEAD: usize = 16 * 1024;
 /// No connection outlives this, however slowly its client reads the response.
 pub const CONNECTION_LIFETIME: Duration = Duration::from_secs(60);
-/// How long accepting pauses when the process is out of descriptors.
-const ACCEPT_PAUSE: Duration = Duration::from_secs(1);
-/// How long accepting must go without running out of descriptors for that to be over.
+/// How long accepting must go without pausing for a shortage for that to be over.
 const STARVATION_OVER: Duration = Duration::from_secs(30);
-/// The first pause after an accept fails for another reason than one client's loss or a want of
-/// descriptors (the kernel short of memory or buffers, which an accept retried at once would spin
-/// on); each failure in a row doubles it, up to [`ACCEPT_PAUSE`], and an accepted connection
-/// brings it back.
-const ACCEPT_RETRY_FIRST: Duration = Duration::from_millis(5);
 
 /// Serves `/metrics`, the page and the health checks on `listener` until the task is dropped.
 /// Any local user can connect, so every connection is bounded in number, time and memory, and a
@@ -55,30 +48,29 @@ pub async fn serve(
         .route("/-/ready", get(ready))
         .with_state(scrape_views);
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
-    // Accepting fails for want of descriptors.
+    // Accepting fails for want of descriptors, or of the kernel's memory.
     let mut starved = crate::events::Episode::default();
-    let mut retry = ACCEPT_RETRY_FIRST;
+    let mut retry = AcceptRetry::default();
     loop {
         let Ok(slot) = slots.clone().acquire_owned().await else {
             return;
         };
         let stream = match listener.accept().await {
             Ok((stream, _)) => stream,
-            Err(e) if out_of_descriptors(&e) => {
-                if starved.begins() {
-                    crate::events::export::starved(&e, ACCEPT_PAUSE);
+            Err(e) => {
+                if let Some((pause, shortage)) = retry.after_error(&e) {
+                    if starved.begins() {
+                        match shortage {
+                            Shortage::Descriptors => crate::events::export::starved(&e, pause),
+                            Shortage::Other => crate::events::export::accept_failing(&e, ACCEPT_PAUSE),
+                        }
+                    }
+                    tokio::time::sleep(pause).await;
                 }
-                tokio::time::sleep(ACCEPT_PAUSE).await;
-                continue;
-            }
-            Err(e) if one_clients_loss(&e) => continue,
-            Err(_) => {
-                tokio::time::sleep(retry).await;
-                retry = next_retry(retry);
                 continue;
             }
         };
-        retry = ACCEPT_RETRY_FIRST;
+        retry.after_accept();
         // One note per episode: accepts between failures do not end it, a quiet spell does.
         if starved.ends_after(STARVATION_OVER).is_some() {
             crate::events::export::accepting();
@@ -91,21 +83,6 @@ pub async fn serve(
             let _ = tokio::time::timeout(CONNECTION_LIFETIME, connection(stream, app, web)).await;
         });
     }
-}
-
-/// Whether a failed accept was one client's loss (its connection reset or aborted before it was
-/// accepted) or an interrupted call: the next accept goes ahead at once.
-fn one_clients_loss(error: &std::io::Error) -> bool {
-    use std::io::ErrorKind::{ConnectionAborted, ConnectionReset, Interrupted, WouldBlock};
-    matches!(
-        error.kind(),
-        ConnectionAborted | ConnectionReset | Interrupted | WouldBlock
-    )
-}
-
-/// The pause after `pause` when accepting fails again.
-fn next_retry(pause: Duration) -> Duration {
-    (pause * 2).min(ACCEPT_PAUSE)
 }
 
 /// Serves one connection: as it is, or under the web configuration read again for it.
@@ -171,40 +148,5 @@ async fn ready(State(views): State<watch::Receiver<Arc<ScrapeView>>>) -> (Status
         (StatusCode::OK, "reasonix-exporter is Ready.\n")
     } else {
         (StatusCode::SERVICE_UNAVAILABLE, "Service Unavailable\n")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::io::{Error, ErrorKind};
-
-    #[test]
-    fn a_client_that_left_before_its_accept_costs_no_pause() {
-        for kind in [
-            ErrorKind::ConnectionAborted,
-            ErrorKind::ConnectionReset,
-            ErrorKind::Interrupted,
-        ] {
-            assert!(one_clients_loss(&Error::from(kind)), "{kind:?}");
-        }
-    }
-
-    #[test]
-    #[cfg(unix)]
-    fn a_kernel_short_of_memory_or_buffers_pauses_accepting() {
-        for errno in [libc::ENOBUFS, libc::ENOMEM] {
-            assert!(!one_clients_loss(&Error::from_raw_os_error(errno)), "{errno}");
-        }
-    }
-
-    #[test]
-    fn the_pause_doubles_up_to_a_second() {
-        let pauses: Vec<Duration> = std::iter::successors(Some(ACCEPT_RETRY_FIRST), |&p| Some(next_retry(p)))
-            .take(10)
-            .collect();
-        assert_eq!(pauses[..3], [5, 10, 20].map(Duration::from_millis));
-        assert_eq!(pauses[8], ACCEPT_PAUSE);
-        assert_eq!(pauses[9], ACCEPT_PAUSE);
     }
 }

@@ -37,7 +37,7 @@ const SLACK: u64 = 32 << 20;
 /// One write of the copy: sled logs a node as often as it is written, and what a larger write
 /// logs of the nodes it splits stays in the log (8 MiB writes: 81 MB for the 2M-line day). Each
 /// write flushed lets sled's cleaner keep up with the copy: the segments it frees late, which
-/// every open rewrites whole until commits fill them, were 5–10 with 1 MiB writes and are 0–2
+/// every open rewrites whole until commits fill them, were 5–12 with 1 MiB writes and are 0–2
 /// with 64 KiB (the 2M-line day's copy: 0.24–0.36 s against 0.14–0.23 s, once per busy day).
 const COPY_WRITE_BYTES: usize = 64 << 10;
 
