@@ -143,7 +143,7 @@ pub fn starved(error: &dyn Display, pause: Duration) {
 /// memory or buffers, a listener that broke); tried again after pauses of up to `longest`.
 pub fn accept_failing(error: &dyn Display, longest: Duration) {
     tracing::warn!(event = "prometheus.accept_failing", error = %error,
-        "/metrics cannot accept connections ({error}); retrying after pauses of up to {}s. If it lasts, the system is short of memory or network buffers: see what else runs on it",
+        "/metrics cannot accept connections ({error}); retrying after pauses of up to {}s. If it lasts, free memory or network buffers (see what else runs on the machine), or restart the exporter",
         longest.as_secs()
     );
 }

@@ -14,7 +14,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::sync::{Semaphore, watch};
 
-use super::accept_retry::{ACCEPT_PAUSE, AcceptRetry, Shortage};
+use super::accept_retry::{ACCEPT_PAUSE, AcceptRetry, Cause};
 use super::page;
 use super::prometheus::{self, ScrapeView};
 use super::web::Web;
@@ -30,8 +30,6 @@ pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
 pub const MAX_REQUEST_HEAD: usize = 16 * 1024;
 /// No connection outlives this, however slowly its client reads the response.
 pub const CONNECTION_LIFETIME: Duration = Duration::from_secs(60);
-/// How long accepting must go without pausing for a shortage for that to be over.
-const STARVATION_OVER: Duration = Duration::from_secs(30);
 
 /// Serves `/metrics`, the page and the health checks on `listener` until the task is dropped.
 /// Any local user can connect, so every connection is bounded in number, time and memory, and a
@@ -48,8 +46,6 @@ pub async fn serve(
         .route("/-/ready", get(ready))
         .with_state(scrape_views);
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
-    // Accepting fails for want of descriptors, or of the kernel's memory.
-    let mut starved = crate::events::Episode::default();
     let mut retry = AcceptRetry::default();
     loop {
         let Ok(slot) = slots.clone().acquire_owned().await else {
@@ -58,21 +54,20 @@ pub async fn serve(
         let stream = match listener.accept().await {
             Ok((stream, _)) => stream,
             Err(e) => {
-                if let Some((pause, shortage)) = retry.after_error(&e) {
-                    if starved.begins() {
-                        match shortage {
-                            Shortage::Descriptors => crate::events::export::starved(&e, pause),
-                            Shortage::Other => crate::events::export::accept_failing(&e, ACCEPT_PAUSE),
+                if let Some(pause) = retry.after_error(&e) {
+                    if pause.begins_episode {
+                        match pause.cause {
+                            Cause::Descriptors => crate::events::export::starved(&e, pause.wait),
+                            Cause::Other => crate::events::export::accept_failing(&e, ACCEPT_PAUSE),
                         }
                     }
-                    tokio::time::sleep(pause).await;
+                    tokio::time::sleep(pause.wait).await;
                 }
                 continue;
             }
         };
-        retry.after_accept();
         // One note per episode: accepts between failures do not end it, a quiet spell does.
-        if starved.ends_after(STARVATION_OVER).is_some() {
+        if retry.after_accept() {
             crate::events::export::accepting();
         }
         let (app, web) = (app.clone(), web.clone());
