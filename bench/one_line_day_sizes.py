@@ -80,16 +80,18 @@ def main():
             ingest = f"{statistics.median(step[name]):.2f} ms" if step[name] else "-"
             label = f"{lines:,} lines" + (", the other build's store" if name == "busy-other" else "")
             print(f"| {label} | {p25:.1f} ms | {p50:.1f} ms | {p75:.1f} ms | {ingest} |")
-        ratio = statistics.median(wall["busy"]) / statistics.median(wall["quiet"])
+        def against_quiet(name):
+            """The ratio of the medians, and the median of each round's own ratio: a round's runs
+            are neighbours in time, so what stays of it is the difference the machine's own drift
+            does not move."""
+            ratio = statistics.median(wall[name]) / statistics.median(wall["quiet"])
+            return ratio, statistics.median(b / q for b, q in zip(wall[name], wall["quiet"]))
+
+        ratio, paired = against_quiet("busy")
         print(f"| busy/quiet | | {ratio:.2f}x | | |")
-        # Each round's two runs are neighbours in time; the median of their ratios is what stays
-        # of the difference when the machine's own drift moves both.
-        paired = statistics.median(b / q for b, q in zip(wall["busy"], wall["quiet"]))
         print(f"\nbusy/quiet, round by round: median {paired:.2f}x")
-        other = "busy-other"
-        if other in wall:
-            ratio = statistics.median(wall[other]) / statistics.median(wall["quiet"])
-            paired = statistics.median(b / q for b, q in zip(wall[other], wall["quiet"]))
+        if "busy-other" in wall:
+            ratio, paired = against_quiet("busy-other")
             print(f"busy (the other build's store)/quiet: {ratio:.2f}x; round by round: median {paired:.2f}x")
     finally:
         shutil.rmtree(work, ignore_errors=True)

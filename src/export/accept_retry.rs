@@ -69,11 +69,10 @@ impl AcceptRetry {
             return None;
         }
         if out_of_descriptors(error) {
-            let begins_episode = self.descriptors.begins();
             return Some(Pause {
                 wait: ACCEPT_PAUSE,
                 cause: Cause::Descriptors,
-                begins_episode,
+                begins_episode: self.descriptors.begins(),
             });
         }
         let wait = self.next;
