@@ -94,8 +94,13 @@ impl TlsFiles {
     }
 }
 
+/// The largest PEM file read: a system CA bundle is a few hundred KiB.
+const MAX_PEM_BYTES: u64 = 4 << 20;
+
+/// A regular file of at most [`MAX_PEM_BYTES`]: a FIFO or a device named by mistake is an error,
+/// never a hang or a read without end.
 fn read(path: &Path, from: &str) -> Result<Vec<u8>, TlsError> {
-    std::fs::read(path).map_err(|error| TlsError::Unreadable {
+    crate::own_files::read_named(path, MAX_PEM_BYTES).map_err(|error| TlsError::Unreadable {
         path: path.to_path_buf(),
         from: from.to_owned(),
         error,
@@ -175,5 +180,23 @@ mod tests {
             err.contains("missing.pem") && err.contains("--otlp-certificate"),
             "{err}"
         );
+    }
+
+    /// A FIFO named by mistake is an error at once, never an open or a read that waits for a
+    /// writer; a device or a huge file is not read without end.
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_or_an_endless_file_is_refused_without_waiting() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("ca.pem");
+        let name = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path; mkfifo has no other precondition.
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        for path in [fifo.as_path(), Path::new("/dev/zero")] {
+            let err = TlsFiles::load(Some((path, "OTEL_EXPORTER_OTLP_CERTIFICATE")), None, None)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("OTEL_EXPORTER_OTLP_CERTIFICATE"), "{err}");
+        }
     }
 }

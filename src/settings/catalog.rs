@@ -109,7 +109,7 @@ pub const OTLP: Def = def! {
     key: "otlp",
     flag: Some(("otlp", "on|off")),
     vars: &["REASONIX_EXPORTER_OTLP"],
-    vars_shown: Some("`REASONIX_EXPORTER_OTLP`; `OTEL_SDK_DISABLED=true` turns it off"),
+    vars_shown: Some("`REASONIX_EXPORTER_OTLP`; `OTEL_SDK_DISABLED=true` turns it off but for the flag"),
     in_file: true,
     value: "on",
     default: "",

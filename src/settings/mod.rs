@@ -343,8 +343,14 @@ fn resolve_state_dir(sources: &Sources<'_>) -> Result<Setting<PathBuf>, Settings
     })
 }
 
-/// `OTEL_SDK_DISABLED=true` turns export off, whatever else says; then the `otlp` setting.
+/// `--otlp` when given (a flag is above every variable); else `OTEL_SDK_DISABLED=true` turns
+/// export off, whatever the exporter's own variable or the config file say; then the `otlp`
+/// setting.
 fn resolve_otlp_on(sources: &Sources<'_>) -> Result<bool, SettingsError> {
+    let setting = on_off(sources, &OTLP)?;
+    if setting.origin == Origin::Flag {
+        return Ok(setting.value);
+    }
     let disabled = (sources.env)(SDK_DISABLED);
     if disabled.is_some_and(|v| v.as_encoded_bytes().trim_ascii().eq_ignore_ascii_case(b"true")) {
         sources
@@ -353,7 +359,7 @@ fn resolve_otlp_on(sources: &Sources<'_>) -> Result<bool, SettingsError> {
             .insert(OTLP.key, Origin::Env(SDK_DISABLED));
         return Ok(false);
     }
-    Ok(on_off(sources, &OTLP)?.value)
+    Ok(setting.value)
 }
 
 /// The flag and the file write a duration (`60s`); the OTel variable, milliseconds.
@@ -497,6 +503,19 @@ mod tests {
             s.otlp.unwrap().target.endpoint,
             "http://collector:4318/v1/metrics"
         );
+        // The signal's path goes on the path, before a query or a fragment.
+        for (generic, sent_to) in [
+            (
+                "http://gw:4318/otlp/?tenant=a",
+                "http://gw:4318/otlp/v1/metrics?tenant=a",
+            ),
+            ("http://gw:4318?token=x", "http://gw:4318/v1/metrics?token=x"),
+            ("https://u:p@gw#f", "https://u:p@gw/v1/metrics#f"),
+        ] {
+            let env = env_of(&[("HOME", "/u"), ("OTEL_EXPORTER_OTLP_ENDPOINT", generic)]);
+            let s = resolve(&Flags::new(), &env).unwrap();
+            assert_eq!(s.otlp.unwrap().target.endpoint, sent_to);
+        }
     }
 
     // Unix: a home from HOME, and Unix paths; Windows finds its profile (tests/shipped/).
@@ -602,6 +621,16 @@ mod tests {
     fn sdk_disabled_turns_otlp_off() {
         let env = env_of(&[("HOME", "/u"), ("OTEL_SDK_DISABLED", "true")]);
         assert!(resolve(&Flags::new(), &env).unwrap().otlp.is_none());
+        let env = env_of(&[
+            ("HOME", "/u"),
+            ("OTEL_SDK_DISABLED", "TRUE"),
+            ("REASONIX_EXPORTER_OTLP", "on"),
+        ]);
+        assert!(resolve(&Flags::new(), &env).unwrap().otlp.is_none());
+        // A flag is above every variable.
+        let settings = resolve(&flags(&[("otlp", "on")]), &env).unwrap();
+        assert!(settings.otlp.is_some());
+        assert_eq!(settings.set_from("otlp"), Some(&Origin::Flag));
     }
 
     // Unix: a home from HOME, and Unix paths; Windows finds its profile (tests/shipped/).

@@ -143,7 +143,7 @@ fn choice<T>(
 fn endpoint(sources: &Sources<'_>, protocol: OtlpProtocol) -> Result<String, SettingsError> {
     let endpoint = match sources.pick(&OTLP_ENDPOINT) {
         Some((base, Origin::Env(GENERIC_ENDPOINT))) => match protocol {
-            OtlpProtocol::HttpProtobuf => format!("{}/v1/metrics", base.trim().trim_end_matches('/')),
+            OtlpProtocol::HttpProtobuf => with_signal_path(base.trim()),
             OtlpProtocol::Grpc => base,
         },
         Some((url, _)) => url,
@@ -157,6 +157,17 @@ fn endpoint(sources: &Sources<'_>, protocol: OtlpProtocol) -> Result<String, Set
         return Err(SettingsError::EndpointScheme(redacted(&endpoint)));
     }
     Ok(endpoint)
+}
+
+/// The generic endpoint with the metrics signal's path appended to its path, before any query or
+/// fragment (`http://gw:4318/otlp?tenant=a` sends to `/otlp/v1/metrics?tenant=a`).
+fn with_signal_path(base: &str) -> String {
+    let after_scheme = base.find("://").map_or(0, |at| at + 3);
+    let end_of_path = base[after_scheme..]
+        .find(['?', '#'])
+        .map_or(base.len(), |at| after_scheme + at);
+    let (path, rest) = base.split_at(end_of_path);
+    format!("{}/v1/metrics{rest}", path.trim_end_matches('/'))
 }
 
 /// `endpoint` with its scheme in lower case: schemes are case-insensitive (RFC 3986), and
