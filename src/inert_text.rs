@@ -15,10 +15,35 @@ pub fn one_line(text: &str, max_chars: usize) -> String {
     out
 }
 
-/// Characters that show as nothing or break a line: zero-width ones, the soft hyphen, the
-/// byte-order mark, and the line and paragraph separators.
+/// Characters that show as nothing or break a line: every format character (Unicode's
+/// General_Category Cf, as of Unicode 16: zero-width ones, the soft hyphen, the byte-order mark,
+/// bidirectional and tag characters, prepended number signs, annotation and hieroglyph format
+/// controls), and the line and paragraph separators.
 pub fn is_invisible(c: char) -> bool {
-    matches!(c, '\u{00AD}' | '\u{200B}'..='\u{200D}' | '\u{2028}' | '\u{2029}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}')
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{0600}'..='\u{0605}'
+            | '\u{061C}'
+            | '\u{06DD}'
+            | '\u{070F}'
+            | '\u{0890}'..='\u{0891}'
+            | '\u{08E2}'
+            | '\u{180E}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{2028}'..='\u{202E}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{206F}'
+            | '\u{FEFF}'
+            | '\u{FFF9}'..='\u{FFFB}'
+            | '\u{110BD}'
+            | '\u{110CD}'
+            | '\u{13430}'..='\u{1343F}'
+            | '\u{1BCA0}'..='\u{1BCA3}'
+            | '\u{1D173}'..='\u{1D17A}'
+            | '\u{E0001}'
+            | '\u{E0020}'..='\u{E007F}'
+    )
 }
 
 /// The Unicode bidirectional formatting characters (embeddings, overrides, isolates and marks),
@@ -42,5 +67,42 @@ mod tests {
             "busy\\u{a}2026-12-02T10:00:00Z  INFO exported 9 data points\\u{1b}[2J\\u{202e}"
         );
         assert_eq!(one_line("abcdef", 3), "abc");
+    }
+
+    /// Every format character is invisible, tag characters and the rarer ones included; letters,
+    /// marks and ordinary spaces are not.
+    #[test]
+    fn every_format_character_is_invisible() {
+        for c in [
+            '\u{AD}',
+            '\u{600}',
+            '\u{6DD}',
+            '\u{180E}',
+            '\u{200B}',
+            '\u{2063}',
+            '\u{206A}',
+            '\u{FFFB}',
+            '\u{110CD}',
+            '\u{1343F}',
+            '\u{1BCA3}',
+            '\u{1D17A}',
+            '\u{E0001}',
+            '\u{E0041}',
+            '\u{E007F}',
+        ] {
+            assert!(is_invisible(c), "{:?}", c.escape_unicode().to_string());
+        }
+        for c in [
+            'a',
+            'é',
+            ' ',
+            '\u{2065}',
+            '\u{E0000}',
+            '\u{E0080}',
+            '\u{301}',
+            '中',
+        ] {
+            assert!(!is_invisible(c), "{:?}", c.escape_unicode().to_string());
+        }
     }
 }

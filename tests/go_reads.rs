@@ -213,6 +213,11 @@ fn every_line_is_read_as_gos_encoding_json_reads_it() {
         r#"{"ts":"2026-08-07T00:22:43\u005a","total":1}"#,
         r#"{"ts":"2026-08-07T1:02:03+08:00","total":1}"#,
         r#"{"ts":"2026-08-07T00:22:43.571662+08:00","model":"deepseek/deepseek-v4-flash","source":"desktop","prompt":7517,"completion":260,"reasoning":120,"cache_hit":7424,"cache_miss":93,"total":7777,"requests":1}"#,
+        // White space Reasonix cuts (Go's strings.TrimSpace), and characters it does not.
+        "\u{a0}{\"total\":5}\u{3000}",
+        "\x0b{\"total\":5}\x0c\u{85}",
+        "\u{200b}{\"total\":5}",
+        "{\"total\":5}\u{feff}",
     ]
     .iter()
     .map(|l| l.as_bytes().to_vec())

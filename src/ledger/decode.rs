@@ -18,7 +18,7 @@ use std::fmt;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::field::Field;
-use super::go_text::{go_lossy_utf8, go_surrogates};
+use super::go_text::{go_lossy_utf8, go_surrogates, go_trim_space};
 use super::go_values::{
     CountsFrom, GO_MAX_DEPTH, Scalar, Stamp, Text, nested_deeper_than, next_count, timestamp,
 };
@@ -136,7 +136,10 @@ pub enum Decoded<'a> {
 
 /// Decodes one line (without its `\n`).
 pub fn decode(line: &[u8]) -> Decoded<'_> {
-    if line.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r')) {
+    // Reasonix trims a line with Go's `strings.TrimSpace` before it decodes it, and skips it
+    // when nothing is left. (The line's identity is its bytes as written.)
+    let line = go_trim_space(line);
+    if line.is_empty() {
         return Decoded::Blank;
     }
     if line.len() > 2 * GO_MAX_DEPTH && nested_deeper_than(line, GO_MAX_DEPTH) {
@@ -324,10 +327,11 @@ impl<'de> Visitor<'de> for TopLevel<'_, 'de> {
                         .into_text()
                         .map(|t| Currency::parse(&t)),
                 ),
+                // `*bool` in Reasonix's record: a later `null` clears it.
                 Key::CostComplete => fields
                     .quote
                     .complete
-                    .take(map.next_value::<Scalar<'de>>()?.into_bool()),
+                    .take_pointer(map.next_value::<Scalar<'de>>()?.into_bool()),
                 Key::BillingMode => fields
                     .quote
                     .billing_mode
@@ -344,9 +348,7 @@ impl<'de> Visitor<'de> for TopLevel<'_, 'de> {
                         Scalar::Object => Field::Value(()),
                         _ => Field::Bad,
                     };
-                    if !fields.compaction.is_bad() {
-                        fields.compaction = found;
-                    }
+                    fields.compaction.take_pointer(found);
                 }
                 Key::Other => {
                     map.next_value::<IgnoredAny>()?;
@@ -464,6 +466,30 @@ mod tests {
     fn blank_lines_are_ignored() {
         assert_eq!(decode(b""), Decoded::Blank);
         assert_eq!(decode(b"  \t\r"), Decoded::Blank);
+        // What Go's `strings.TrimSpace` leaves nothing of: Reasonix skips it as blank.
+        assert_eq!(decode(b"\x0b\x0c \xc2\xa0\xe3\x80\x80"), Decoded::Blank);
+    }
+
+    /// Reasonix trims a line with Go's `strings.TrimSpace` before it decodes it: a row with
+    /// Unicode white space around it counts, one with an invalid byte there does not.
+    #[test]
+    fn white_space_around_a_line_is_cut_as_go_cuts_it() {
+        for line in [
+            "\u{a0}{\"total\":5}",
+            "{\"total\":5}\x0c",
+            "\x0b{\"total\":5}\u{85}",
+            "\u{3000}{\"total\":5}\u{2028}\u{2029}\u{202f}",
+        ] {
+            assert!(matches!(decode(line.as_bytes()), Decoded::Row(_)), "{line:?}");
+        }
+        // A zero-width space is not white space to Go, nor is a lone byte of a wide space.
+        for line in [
+            &b"\xe2\x80\x8b{\"total\":5}"[..],
+            b"\xa0{\"total\":5}",
+            b"{\"total\":5}\xc2",
+        ] {
+            assert_eq!(rejected(line), Rejection::InvalidJson, "{line:?}");
+        }
     }
 
     #[test]
@@ -676,6 +702,9 @@ mod tests {
             }
         );
         assert_eq!(row(r#"{"total":5,"cost_complete":null}"#).quote, Quote::Missing);
+        // A pointer in Reasonix's record: a later `null` sets it back to nil.
+        let cleared = r#"{"total":5,"cost_complete":true,"cost_amount":"1","cost_currency":"USD","cost_complete":null}"#;
+        assert_eq!(row(cleared).quote, Quote::Missing);
         // A quote of the wrong type is a bad cost; the row's tokens still count.
         for bad in [
             r#"{"total":5,"cost_complete":"true"}"#,

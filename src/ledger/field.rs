@@ -29,6 +29,15 @@ impl<T> Field<T> {
         }
     }
 
+    /// [`Field::take`] for a pointer in Go's struct (Reasonix's `*bool`, `*struct`): `null`
+    /// there sets it back to nil, as if the key were absent.
+    #[inline]
+    pub fn take_pointer(&mut self, found: Field<T>) {
+        if !self.is_bad() {
+            *self = found;
+        }
+    }
+
     pub fn is_bad(&self) -> bool {
         matches!(self, Field::Bad)
     }

@@ -30,6 +30,63 @@ pub fn go_lossy_utf8(bytes: &[u8]) -> Cow<'_, str> {
     }
 }
 
+/// `line` without the white space around it, as Go's `strings.TrimSpace` cuts it before
+/// Reasonix decodes a line: the Unicode white space of Go's `unicode.IsSpace` (ASCII's, and NEL,
+/// no-break spaces and the other separators), whole characters only.
+pub fn go_trim_space(line: &[u8]) -> &[u8] {
+    let mut rest = line;
+    while let Some(len) = leading_space(rest) {
+        rest = &rest[len..];
+    }
+    while let Some(len) = trailing_space(rest) {
+        rest = &rest[..rest.len() - len];
+    }
+    rest
+}
+
+/// Go's white space past ASCII, as UTF-8.
+const WIDE_SPACES: [&[u8]; 19] = [
+    "\u{85}".as_bytes(),
+    "\u{a0}".as_bytes(),
+    "\u{1680}".as_bytes(),
+    "\u{2000}".as_bytes(),
+    "\u{2001}".as_bytes(),
+    "\u{2002}".as_bytes(),
+    "\u{2003}".as_bytes(),
+    "\u{2004}".as_bytes(),
+    "\u{2005}".as_bytes(),
+    "\u{2006}".as_bytes(),
+    "\u{2007}".as_bytes(),
+    "\u{2008}".as_bytes(),
+    "\u{2009}".as_bytes(),
+    "\u{200a}".as_bytes(),
+    "\u{2028}".as_bytes(),
+    "\u{2029}".as_bytes(),
+    "\u{202f}".as_bytes(),
+    "\u{205f}".as_bytes(),
+    "\u{3000}".as_bytes(),
+];
+
+fn is_ascii_go_space(byte: u8) -> bool {
+    matches!(byte, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
+}
+
+/// The length of the white space character `bytes` starts with.
+fn leading_space(bytes: &[u8]) -> Option<usize> {
+    match bytes.first()? {
+        &b if b.is_ascii() => is_ascii_go_space(b).then_some(1),
+        _ => WIDE_SPACES.iter().find(|s| bytes.starts_with(s)).map(|s| s.len()),
+    }
+}
+
+/// The length of the white space character `bytes` ends with.
+fn trailing_space(bytes: &[u8]) -> Option<usize> {
+    match bytes.last()? {
+        &b if b.is_ascii() => is_ascii_go_space(b).then_some(1),
+        _ => WIDE_SPACES.iter().find(|s| bytes.ends_with(s)).map(|s| s.len()),
+    }
+}
+
 /// `text` with every `\u` escape of a lone UTF-16 surrogate made `\ufffd`, as Go's decoder reads
 /// it; `None` when there is none.
 pub fn go_surrogates(text: &str) -> Option<String> {

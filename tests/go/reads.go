@@ -5,6 +5,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -54,6 +55,8 @@ func main() {
 		if err != nil {
 			panic(err)
 		}
+		// Reasonix cuts the white space around a line (strings.TrimSpace) before it decodes it.
+		line = bytes.TrimSpace(line)
 		var r record
 		v := verdict{}
 		if err := json.Unmarshal(line, &r); err != nil {
