@@ -204,18 +204,25 @@ impl Store {
     /// [`Store::fold_known`]): at open, and when a store made anew takes on the stream of the
     /// one before.
     pub fn take_published(&mut self, published: impl IntoIterator<Item = AttrSet>) {
-        let published: Vec<AttrSet> = published
+        self.fold_in(published);
+    }
+
+    /// Adds `sets` to those the fold knows: the lifetime's token series by default, and with
+    /// them the sets only a cost family has (rows with a quote and no counts: a set is one of
+    /// the 1,000 whichever family holds it) and those a stream published.
+    pub(super) fn fold_in(&mut self, sets: impl IntoIterator<Item = AttrSet>) {
+        let sets: Vec<AttrSet> = sets
             .into_iter()
-            .filter(|attrs| !self.lifetime.tokens.contains_key(attrs))
+            .filter(|attrs| !self.fold_known().contains_key(attrs))
             .collect();
-        if published.is_empty() {
+        if sets.is_empty() {
             return;
         }
         let mut known = self
             .fold_known
             .take()
             .unwrap_or_else(|| self.lifetime.tokens.clone());
-        known.extend(published.into_iter().map(|attrs| (attrs, Totals::default())));
+        known.extend(sets.into_iter().map(|attrs| (attrs, Totals::default())));
         self.fold_known = Some(known);
     }
 
@@ -256,7 +263,9 @@ impl Store {
                     .map(|attrs| (attrs.clone(), Totals::default())),
             );
         }
+        let sets: Vec<AttrSet> = lifetime.attr_sets().into_iter().cloned().collect();
         self.lifetime.overwrite_with(lifetime);
+        self.fold_in(sets);
         if let Some(cost_pass) = cost_pass {
             self.cost_pass = cost_pass;
         }

@@ -16,7 +16,7 @@ use super::engine::Write;
 use super::engine::keys::{self, FORMAT_VERSION};
 use super::error::StoreError;
 use crate::own_files::Durability;
-use crate::series::Family;
+use crate::series::{AttrSet, Family};
 
 impl Store {
     /// Loads the store's state; a new store is initialised. `existed` says whether the store's
@@ -47,6 +47,8 @@ impl Store {
             self.counts = IngestCounts::decode(&bytes).ok_or_else(|| self.corrupt("ingestion counts"))?;
         }
         self.load_series()?;
+        let sets: Vec<AttrSet> = self.lifetime.attr_sets().into_iter().cloned().collect();
+        self.fold_in(sets);
         self.load_cost_pass()
     }
 

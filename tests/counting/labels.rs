@@ -116,6 +116,44 @@ fn attribute_sets_past_one_thousand_fold_into_other() {
     assert_eq!(sum(&status, "total"), 1005, "folding never loses an increment");
 }
 
+/// A set is one of the 1,000 whichever family holds it: rows with a quote and no token counts
+/// (a priced row of nothing, an unpriced request) make sets too, and across commits and restarts
+/// no more than 1,000 of them are kept.
+#[test]
+fn attribute_sets_of_quotes_alone_count_toward_the_thousand() {
+    let fx = Fixture::new();
+    let rows = |from: usize, to: usize| -> Vec<String> {
+        (from..to)
+            .map(|i| {
+                format!(
+                    r#"{{"ts":"2026-08-07T01:00:00Z","model":"p/m{i}","source":"cli","cost_complete":true,"cost_amount":"1","cost_currency":"USD"}}"#
+                )
+            })
+            .collect()
+    };
+    for (from, to) in [(0, 700), (700, 1400)] {
+        let rows = rows(from, to);
+        fx.append_lines(
+            "2026-08-07.jsonl",
+            &rows.iter().map(String::as_str).collect::<Vec<_>>(),
+        );
+        fx.ingest();
+    }
+    let status = fx.status();
+    let cost = status["cost"].as_array().unwrap();
+    let sets: std::collections::BTreeSet<&str> =
+        cost.iter().map(|c| c["model_ref"].as_str().unwrap()).collect();
+    assert_eq!(sets.len(), 1001, "1,000 sets and the fold");
+    let other: Vec<&Value> = cost.iter().filter(|c| c["model_ref"] == "other").collect();
+    assert_eq!(other.len(), 1);
+    assert_eq!(other[0]["amount"], "400");
+    let amounts: u64 = cost
+        .iter()
+        .map(|c| c["amount"].as_str().unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(amounts, 1400, "folding never loses an increment");
+}
+
 /// Contract §8: `currency`, `billing_mode` and `reason` follow the label rules; a currency is an
 /// ISO 4217 code (a well-formed other code makes the row `unknown_currency`) and is never folded;
 /// past 32 distinct values of `billing_mode` or `reason` further values are `other`, also across
