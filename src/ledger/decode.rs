@@ -20,7 +20,7 @@ use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use super::field::Field;
 use super::go_text::{go_lossy_utf8, go_surrogates, go_trim_space};
 use super::go_values::{
-    CountsFrom, GO_MAX_DEPTH, Scalar, Stamp, Text, nested_deeper_than, next_count, timestamp,
+    CountsFrom, GO_MAX_DEPTH, Scalar, Stamp, Text, nested_deeper_than, next_count, next_scalar, timestamp,
 };
 use super::key::{Key, key_of};
 use super::quote::{Amount, Currency, Quote, QuoteFields};
@@ -309,21 +309,21 @@ impl<'de> Visitor<'de> for TopLevel<'_, 'de> {
             match key_of(&key.0) {
                 Key::Ts => fields
                     .ts
-                    .take(timestamp(map.next_value::<Scalar<'de>>()?.into_text())),
-                Key::Model => fields.model.take(map.next_value::<Scalar<'de>>()?.into_text()),
-                Key::Source => fields.source.take(map.next_value::<Scalar<'de>>()?.into_text()),
+                    .take(timestamp(next_scalar(&mut map, counts)?.into_text())),
+                Key::Model => fields.model.take(next_scalar(&mut map, counts)?.into_text()),
+                Key::Source => fields.source.take(next_scalar(&mut map, counts)?.into_text()),
                 Key::Count(q) => {
                     let count = next_count(&mut map, counts, &mut fields.ambiguous)?;
                     fields.counts[q.index()].take(count)
                 }
-                Key::Turn => fields.turn.take(map.next_value::<Scalar<'de>>()?.into_bool()),
+                Key::Turn => fields.turn.take(next_scalar(&mut map, counts)?.into_bool()),
                 Key::CostAmount => fields.quote.amount.take(
-                    map.next_value::<Scalar<'de>>()?
+                    next_scalar(&mut map, counts)?
                         .into_text()
                         .map(|t| Amount::parse(&t)),
                 ),
                 Key::CostCurrency => fields.quote.currency.take(
-                    map.next_value::<Scalar<'de>>()?
+                    next_scalar(&mut map, counts)?
                         .into_text()
                         .map(|t| Currency::parse(&t)),
                 ),
@@ -331,19 +331,19 @@ impl<'de> Visitor<'de> for TopLevel<'_, 'de> {
                 Key::CostComplete => fields
                     .quote
                     .complete
-                    .take_pointer(map.next_value::<Scalar<'de>>()?.into_bool()),
+                    .take_pointer(next_scalar(&mut map, counts)?.into_bool()),
                 Key::BillingMode => fields
                     .quote
                     .billing_mode
-                    .take(map.next_value::<Scalar<'de>>()?.into_text()),
+                    .take(next_scalar(&mut map, counts)?.into_text()),
                 Key::IncompleteReason => fields
                     .quote
                     .incomplete_reason
-                    .take(map.next_value::<Scalar<'de>>()?.into_text()),
+                    .take(next_scalar(&mut map, counts)?.into_text()),
                 // A pointer to a struct in Reasonix's record: `null` clears it, an object sets it,
                 // anything else is an error for the line.
                 Key::Compaction => {
-                    let found = match map.next_value::<Scalar<'de>>()? {
+                    let found = match next_scalar(&mut map, counts)? {
                         Scalar::Null => Field::Absent,
                         Scalar::Object => Field::Value(()),
                         _ => Field::Bad,
@@ -576,6 +576,21 @@ mod tests {
         assert_eq!(usage(r#"{"total": -0 ,"requests":2}"#).get(Quantity::Requests), 2);
         // Past a float's range: a count of the wrong type to Go, no reason to call the line no JSON.
         assert_eq!(rejected(br#"{"total":1e400}"#), Rejection::BadCount);
+        // ... and in a field that takes no number: a value of the wrong type there. A quote of
+        // the wrong type is `bad_cost` and the row's tokens still count (§8).
+        for quote in [
+            r#"{"total":5,"requests":1,"cost_complete":true,"cost_amount":1e400,"cost_currency":"USD"}"#,
+            r#"{"total":5,"requests":1,"cost_complete":true,"cost_amount":"1","cost_currency":"USD","billing_mode":-1e999}"#,
+        ] {
+            let row = row(quote);
+            assert_eq!(row.quote, Quote::Bad, "{quote}");
+            assert!(
+                matches!(row.kind, RowKind::Usage(c) if c.get(Quantity::Total) == 5),
+                "{quote}"
+            );
+        }
+        assert_eq!(rejected(br#"{"model":1e400,"total":1}"#), Rejection::BadLabel);
+        assert_eq!(rejected(br#"{"turn":1e400}"#), Rejection::BadTurn);
         for bad in ["-0.0", "-0e0", "0.0", "0e0", "-1", "-9223372036854775808"] {
             let line = format!(r#"{{"total":{bad}}}"#);
             assert_eq!(rejected(line.as_bytes()), Rejection::BadCount, "{bad}");

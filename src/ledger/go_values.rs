@@ -74,6 +74,26 @@ pub(super) fn next_count<'de, A: MapAccess<'de>>(
     })
 }
 
+/// The next value as a [`Scalar`], for a field that takes no number: in the second reading
+/// ([`CountsFrom::FromText`]) a number is told by its text alone, so that one past a float's
+/// range (`1e400`), which serde_json refuses, is a value of the wrong type for its field, as Go
+/// reads it, not a line that is no JSON.
+#[inline(always)]
+pub(super) fn next_scalar<'de, A: MapAccess<'de>>(
+    map: &mut A,
+    counts: CountsFrom,
+) -> Result<Scalar<'de>, A::Error> {
+    if counts == CountsFrom::Fast {
+        return map.next_value::<Scalar<'de>>();
+    }
+    let raw: &'de RawValue = map.next_value()?;
+    let text = raw.get();
+    match text.as_bytes().first() {
+        Some(b'-' | b'0'..=b'9') => Ok(Scalar::Number),
+        _ => serde_json::from_str::<Scalar<'de>>(text).map_err(de::Error::custom),
+    }
+}
+
 /// A count as Go reads it into an `int`: from the number's own text, so that `-0` is 0 (Go
 /// parses the digits) while `-0.0`, `1e2` or `5.0` are not integers (Go refuses them; serde_json
 /// would hand all of them over as the same floating-point value). `null` is absent; a number
