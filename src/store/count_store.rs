@@ -66,17 +66,10 @@ impl Store {
         }
         std::fs::create_dir_all(state_dir).map_err(|e| StoreError::io(state_dir, e))?;
         private_dir::private_state_dir(state_dir)?;
-        // The store's folder is the engine's to open, which follows links: none is taken.
-        let store_dir = state_dir.join("store");
-        if std::fs::symlink_metadata(&store_dir).is_ok_and(|m| m.file_type().is_symlink()) {
-            return Err(StoreError::io(
-                &store_dir,
-                std::io::Error::new(
-                    std::io::ErrorKind::InvalidInput,
-                    "a symbolic link, which the exporter never follows: remove it",
-                ),
-            ));
-        }
+        // The store's folder is the engine's to open, which follows links: none is taken, the
+        // folder's own nor one planted among its files (its log, its configuration, its
+        // snapshots, its blobs).
+        refuse_links(&state_dir.join("store"))?;
         let lock = StateLock::acquire(state_dir, brief)?;
         compaction::finish_interrupted(state_dir)?;
         if brief && !present("store") {
@@ -413,6 +406,36 @@ impl Store {
     pub fn disk_size(&self) -> u64 {
         self.db.size_on_disk()
     }
+}
+
+/// An error when `store` (the engine's folder), or an entry of it or of its blobs' folder, is a
+/// symbolic link: sled opens them by name and would follow it.
+fn refuse_links(store: &Path) -> Result<(), StoreError> {
+    let link = |path: &Path| {
+        StoreError::io(
+            path,
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "a symbolic link, which the exporter never follows: remove it",
+            ),
+        )
+    };
+    let is_link = |path: &Path| std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    if is_link(store) {
+        return Err(link(store));
+    }
+    for folder in [store.to_path_buf(), store.join("blobs")] {
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            // Not there yet (a new store), or not a folder: the engine's open says what is wrong.
+            continue;
+        };
+        for entry in entries.flatten() {
+            if entry.file_type().is_ok_and(|kind| kind.is_symlink()) {
+                return Err(link(&entry.path()));
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

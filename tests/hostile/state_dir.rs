@@ -211,6 +211,53 @@ fn nothing_planted_in_the_state_dir_is_followed_and_it_stays_private() {
     assert!(line.contains("symbolic link"), "{line}");
 }
 
+/// A link planted among the store's own files (sled's log, its configuration, a snapshot) is
+/// refused before the engine opens anything by name: nothing outside is read or rewritten.
+#[test]
+fn a_link_among_the_stores_files_is_refused_not_followed() {
+    let fx = Fixture::new();
+    ledger(&fx, &mut Model::default(), 4, 20);
+    fx.ingest();
+    // The next open writes the snapshot of what the ingest committed.
+    assert_success(&fx.run(&["status"]));
+    let store = fx.state.join("store");
+    let victim = fx.root.path().join("victim");
+    std::fs::write(&victim, b"precious").unwrap();
+    let snapshot = std::fs::read_dir(&store)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("snap."))
+        .expect("a snapshot");
+    for (name, target) in [
+        ("conf", std::path::Path::new("/dev/zero")),
+        ("db", victim.as_path()),
+        (snapshot.file_name().unwrap().to_str().unwrap(), victim.as_path()),
+    ] {
+        let planted = store.join(name);
+        let kept = fx.root.path().join("kept");
+        std::fs::rename(&planted, &kept).unwrap();
+        std::os::unix::fs::symlink(target, &planted).unwrap();
+        for args in [&["status"][..], &["once", "--otlp", "off", "--sandbox", "off"]] {
+            let started = Instant::now();
+            let out = run_within(&fx, args, &[], Duration::from_secs(20));
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "{name}: {args:?} hung"
+            );
+            let line = the_error_line(&out);
+            assert!(line.contains("symbolic link"), "{name}: {line}");
+        }
+        assert_eq!(
+            std::fs::read(&victim).unwrap(),
+            b"precious",
+            "{name}: the target is untouched"
+        );
+        std::fs::remove_file(&planted).unwrap();
+        std::fs::rename(&kept, &planted).unwrap();
+    }
+    assert_success(&fx.run(&["status"]));
+}
+
 /// Bytes the files below `dir` take on disk.
 fn disk_bytes(dir: &std::path::Path) -> u64 {
     use std::os::unix::fs::MetadataExt;

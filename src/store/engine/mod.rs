@@ -191,7 +191,8 @@ pub(super) fn wait_for_sled_release(db: &Path) {
 /// The segment size an existing store was made with (sled refuses to open it with another),
 /// from the `conf` file sled writes beside its log.
 fn existing_segment_size(store: &Path) -> Option<usize> {
-    let conf = std::fs::read(store.join("conf")).ok()?;
+    // sled's configuration is a few lines: a larger file is not one it wrote.
+    let conf = crate::own_files::read_own(&store.join("conf"), 4096).ok()?;
     let text = String::from_utf8_lossy(&conf);
     text.lines()
         .find_map(|line| line.strip_prefix("segment_size: "))
