@@ -94,7 +94,11 @@ impl Args for Options {
             cmd = cmd.arg(if value.is_empty() {
                 arg.action(ArgAction::SetTrue)
             } else {
-                arg.value_name(value).action(ArgAction::Set)
+                // Taken as given: a path need not be UTF-8 (a text setting that is not is an
+                // error naming its flag, when the settings are resolved).
+                arg.value_name(value)
+                    .action(ArgAction::Set)
+                    .value_parser(clap::value_parser!(std::ffi::OsString))
             });
         }
         cmd
@@ -116,11 +120,11 @@ impl FromArgMatches for Options {
         for def in catalog::SETTINGS {
             match def.flag {
                 Some((_, "")) if matches.get_flag(def.key) => {
-                    self.flags.insert(def.key, String::new());
+                    self.flags.insert(def.key, std::ffi::OsString::new());
                 }
                 Some((_, "")) => {}
                 Some(_) => {
-                    if let Some(value) = matches.get_one::<String>(def.key) {
+                    if let Some(value) = matches.get_one::<std::ffi::OsString>(def.key) {
                         self.flags.insert(def.key, value.clone());
                     }
                 }
@@ -128,9 +132,21 @@ impl FromArgMatches for Options {
             }
         }
         self.reset_state = self.flags.contains_key(catalog::RESET_STATE.key);
-        self.log_level = self.flags.get(catalog::LOG_LEVEL.key).cloned();
-        let format = self.flags.get(catalog::LOG_FORMAT.key);
-        let format = format.map_or(catalog::LOG_FORMAT.value, String::as_str);
+        let text = |def: &catalog::Def| -> Result<Option<String>, clap::Error> {
+            match self.flags.get(def.key) {
+                None => Ok(None),
+                Some(value) => value.to_str().map(|v| Some(v.to_owned())).ok_or_else(|| {
+                    let flag = def.flag.map_or(def.key, |(flag, _)| flag);
+                    clap::Error::raw(
+                        clap::error::ErrorKind::InvalidUtf8,
+                        format!("--{flag} is not valid UTF-8: give it again in UTF-8\n"),
+                    )
+                }),
+            }
+        };
+        self.log_level = text(&catalog::LOG_LEVEL)?;
+        let format = text(&catalog::LOG_FORMAT)?;
+        let format = format.as_deref().unwrap_or(catalog::LOG_FORMAT.value);
         self.log_format = LogFormat::from_str(format, true).map_err(|_| {
             clap::Error::raw(
                 clap::error::ErrorKind::InvalidValue,

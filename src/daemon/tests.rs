@@ -11,7 +11,10 @@ use crate::settings::Flags;
 
 /// Settings of these flags alone: no config file, and a home that holds none.
 fn settings_of(flags: &[(&'static str, &str)]) -> Settings {
-    let flags: Flags = flags.iter().map(|&(k, v)| (k, v.to_string())).collect();
+    let flags: Flags = flags
+        .iter()
+        .map(|&(k, v)| (k, std::ffi::OsString::from(v)))
+        .collect();
     Settings::resolve(&flags, false, &env_of(&[("HOME", "/nowhere")])).unwrap()
 }
 

@@ -24,6 +24,8 @@ pub enum SettingsError {
         "${var} is not valid UTF-8, and the exporter reads it as text: set it again in UTF-8, or unset it"
     )]
     NotUtf8 { var: &'static str },
+    #[error("{flag} is not valid UTF-8, and the exporter reads it as text: give it again in UTF-8")]
+    FlagNotUtf8 { flag: String },
     #[error(
         "{what} setting from {origin} names ${var}, which is unset or blank: set it, or write the path out"
     )]

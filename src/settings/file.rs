@@ -25,9 +25,9 @@ const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
 /// Reads the config file: `--config` (which must exist), its variable, or the default path when
 /// present.
-pub fn load(flag: Option<&str>, env: Env<'_>) -> Result<(FileConfig, Option<PathBuf>), SettingsError> {
+pub fn load(flag: Option<&Path>, env: Env<'_>) -> Result<(FileConfig, Option<PathBuf>), SettingsError> {
     let explicit = flag
-        .map(PathBuf::from)
+        .map(Path::to_path_buf)
         .or_else(|| CONFIG.vars.iter().find_map(|var| env(var)).map(PathBuf::from));
     let path = match explicit {
         Some(path) => path,

@@ -73,7 +73,7 @@ pub struct OtlpSettings {
 }
 
 /// The command line's values, by catalog key (a switch is present with an empty value).
-pub type Flags = BTreeMap<&'static str, String>;
+pub type Flags = BTreeMap<&'static str, OsString>;
 
 /// Looks a variable up in the process environment, as its bytes; blank counts as unset.
 pub fn process_env(name: &str) -> Option<OsString> {
@@ -91,6 +91,15 @@ const PATH_SETTINGS: [&Def; 7] = [
     &OTLP_CLIENT_CERTIFICATE,
     &OTLP_CLIENT_KEY,
 ];
+
+/// The first flag of a text setting whose value is not UTF-8 (a path's is used as given).
+fn flag_not_text(flags: &Flags) -> Option<&'static Def> {
+    SETTINGS
+        .iter()
+        .copied()
+        .filter(|def| !PATH_SETTINGS.iter().any(|path| path.key == def.key))
+        .find(|def| flags.get(def.key).is_some_and(|value| value.to_str().is_none()))
+}
 
 /// The first variable of a text setting whose value is not UTF-8.
 fn not_text(env: Env<'_>) -> Option<&'static str> {
@@ -125,7 +134,7 @@ impl Sources<'_> {
         let picked = def
             .flag
             .and_then(|_| self.flags.get(def.key))
-            .map(|v| (OsString::from(v), Origin::Flag))
+            .map(|v| (v.clone(), Origin::Flag))
             .or_else(|| {
                 def.vars
                     .iter()
@@ -164,10 +173,15 @@ fn source_name(def: &Def, origin: &Origin) -> String {
 
 impl Settings {
     pub fn resolve(flags: &Flags, reset_state: bool, env: Env<'_>) -> Result<Settings, SettingsError> {
+        if let Some(def) = flag_not_text(flags) {
+            return Err(SettingsError::FlagNotUtf8 {
+                flag: source_name(def, &Origin::Flag),
+            });
+        }
         if let Some(var) = not_text(env) {
             return Err(SettingsError::NotUtf8 { var });
         }
-        let (file, config_file) = file::load(flags.get(catalog::CONFIG.key).map(String::as_str), env)?;
+        let (file, config_file) = file::load(flags.get(catalog::CONFIG.key).map(Path::new), env)?;
         let sources = Sources {
             flags,
             env,
@@ -452,7 +466,7 @@ mod tests {
 
     #[cfg(unix)]
     fn flags(pairs: &[(&'static str, &str)]) -> Flags {
-        pairs.iter().map(|(k, v)| (*k, v.to_string())).collect()
+        pairs.iter().map(|(k, v)| (*k, OsString::from(v))).collect()
     }
 
     #[cfg(unix)]

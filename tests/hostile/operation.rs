@@ -215,3 +215,64 @@ fn environment_values_that_are_not_utf8_are_paths_as_given_or_an_error() {
     }
     assert!(receiver.requests().is_empty(), "nothing sent");
 }
+
+/// A path given as a flag is used as given, UTF-8 or not (contract §7); a text flag that is not
+/// UTF-8 is an error naming the flag.
+#[test]
+fn flag_values_that_are_not_utf8_are_paths_as_given_or_an_error() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let fx = Fixture::new();
+    let mut model = Model::default();
+    let stats = fx.root.path().join(OsStr::from_bytes(b"st\xffats"));
+    let state = fx.root.path().join(OsStr::from_bytes(b"state-\xe9"));
+    let config = fx.root.path().join(OsStr::from_bytes(b"config-\xe9.toml"));
+    std::fs::create_dir_all(&stats).unwrap();
+    std::fs::write(&config, "otlp = \"off\"\n").unwrap();
+    let day = days(1)[0].clone();
+    let text = Generator::new(17).day_file(&day, 40);
+    std::fs::write(stats.join(format!("{day}.jsonl")), &text).unwrap();
+    model.feed(text.as_bytes());
+    let exporter = |args: &[&OsStr]| -> Output {
+        Command::new(common::BIN)
+            .env_clear()
+            .env("HOME", &fx.home)
+            .arg("--stats-dir")
+            .arg(&stats)
+            .arg("--state-dir")
+            .arg(&state)
+            .arg("--config")
+            .arg(&config)
+            .args(args)
+            .output()
+            .expect("run the exporter")
+    };
+    assert_success(&exporter(&[OsStr::new("once")]));
+    assert!(state.join("store").is_dir(), "the state dir is the flag's bytes");
+    let status = exporter(&[OsStr::new("status"), OsStr::new("--json")]);
+    assert_success(&status);
+    let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(
+        status,
+        model.expected.status_json(),
+        "the ledger under the flag's bytes"
+    );
+
+    let endpoint = OsStr::from_bytes(b"http://127.0.0.1:9/\xe9");
+    let out = exporter(&[
+        OsStr::new("once"),
+        OsStr::new("--otlp"),
+        OsStr::new("on"),
+        OsStr::new("--otlp-endpoint"),
+        endpoint,
+    ]);
+    assert!(
+        !out.status.success(),
+        "a text flag not UTF-8, and `once` succeeded"
+    );
+    let line = the_error_line(&out);
+    assert!(
+        line.contains("--otlp-endpoint") && line.contains("UTF-8"),
+        "{line}"
+    );
+}
