@@ -135,8 +135,16 @@ fn generated_lines(n: usize) -> Vec<Vec<u8>> {
         .into_iter()
         .chain(QUANTITIES[..7].iter().copied())
         .chain(["turn", "compaction"])
+        // Fields of Reasonix's record the exporter does not keep, checked by their Go types.
+        .chain([
+            "prefix_changed",
+            "prefix_reasons",
+            "selected_cost",
+            "display_complete",
+            "rate_date",
+        ])
         .collect();
-    const VALUES: [&str; 21] = [
+    const VALUES: [&str; 31] = [
         "5",
         "0",
         "-0",
@@ -158,6 +166,16 @@ fn generated_lines(n: usize) -> Vec<Vec<u8>> {
         "\"2026-08-07T1:02:03Z\"",
         "\"2026-08-07T00:22:43\\u005a\"",
         "{\"mode\":[1]}",
+        "[\"a\",null]",
+        "[[\"a\"]]",
+        "1e400",
+        "-1e400",
+        "1e-400",
+        "{\"src\":-5,\"tpc\":0.5}",
+        "{\"tpc\":1e400}",
+        "{\"SRC\":\"x\"}",
+        "{\"x\":1e400,\"src\":1.0}",
+        "{\"in\":9223372036854775808}",
     ];
     let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut next = move |n: usize| {

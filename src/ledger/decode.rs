@@ -20,7 +20,8 @@ use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use super::field::Field;
 use super::go_text::{go_lossy_utf8, go_surrogates, go_trim_space};
 use super::go_values::{
-    CountsFrom, GO_MAX_DEPTH, Scalar, Stamp, Text, nested_deeper_than, next_count, next_scalar, timestamp,
+    CountsFrom, GO_MAX_DEPTH, Stamp, Text, nested_deeper_than, next_compaction, next_count, next_fits,
+    next_scalar, timestamp,
 };
 use super::key::{Key, key_of};
 use super::quote::{Amount, Currency, Quote, QuoteFields};
@@ -226,6 +227,9 @@ struct Fields<'a> {
     compaction: Field<()>,
     /// A count was a negative zero float, which only its text tells apart (see `decode_text`).
     ambiguous: bool,
+    /// A field of Reasonix's record that is not kept held a value of the wrong type for it:
+    /// Go refuses the line.
+    wrong_type: bool,
 }
 
 impl<'a> Fields<'a> {
@@ -264,6 +268,10 @@ impl<'a> Fields<'a> {
         }
         if self.compaction.is_bad() {
             return Err(Rejection::BadCompaction);
+        }
+        // Reasonix cannot read the line: to it, one that is no JSON.
+        if self.wrong_type {
+            return Err(Rejection::InvalidJson);
         }
         let kind = if turn {
             RowKind::Turn
@@ -343,12 +351,13 @@ impl<'de> Visitor<'de> for TopLevel<'_, 'de> {
                 // A pointer to a struct in Reasonix's record: `null` clears it, an object sets it,
                 // anything else is an error for the line.
                 Key::Compaction => {
-                    let found = match next_scalar(&mut map, counts)? {
-                        Scalar::Null => Field::Absent,
-                        Scalar::Object => Field::Value(()),
-                        _ => Field::Bad,
-                    };
+                    let found = next_compaction(&mut map, counts, &mut fields.ambiguous)?;
                     fields.compaction.take_pointer(found);
+                }
+                Key::Checked(ty) => {
+                    if !next_fits(&mut map, ty, counts, &mut fields.ambiguous)? {
+                        fields.wrong_type = true;
+                    }
                 }
                 Key::Other => {
                     map.next_value::<IgnoredAny>()?;
@@ -565,6 +574,44 @@ mod tests {
             row(r#"{"compaction":{},"compaction":null,"total":1}"#).kind,
             RowKind::Usage(_)
         ));
+    }
+
+    /// Reasonix's record has fields the exporter does not keep: Go still refuses a line where
+    /// one of them holds a value of the wrong type, and so the line counts nothing.
+    #[test]
+    fn a_field_not_kept_still_has_its_go_type() {
+        for bad in [
+            r#"{"source":"s01","total":5,"prefix_changed":"x"}"#,
+            r#"{"total":5,"prefix_reasons":[1]}"#,
+            r#"{"total":5,"prefix_reasons":"a"}"#,
+            r#"{"total":5,"Selected_Cost":"x"}"#,
+            r#"{"total":5,"selected_cost":1e400}"#,
+            r#"{"total":5,"display_complete":"x"}"#,
+            r#"{"turn":true,"usage_source":7}"#,
+        ] {
+            assert_eq!(rejected(bad.as_bytes()), Rejection::InvalidJson, "{bad}");
+        }
+        for bad in [
+            r#"{"compaction":{"src":"x"}}"#,
+            r#"{"compaction":{"SRC":1.0}}"#,
+            r#"{"compaction":{"tpc":1e400}}"#,
+            r#"{"compaction":{"mode":[1]}}"#,
+            r#"{"compaction":{"in":9223372036854775808}}"#,
+        ] {
+            assert_eq!(rejected(bad.as_bytes()), Rejection::BadCompaction, "{bad}");
+        }
+        for good in [
+            r#"{"total":5,"prefix_reasons":["a",null],"selected_cost":1e-400,"display_complete":null}"#,
+            r#"{"total":5,"selected_cost":-0,"cost_estimated":true,"rate_date":null,"unknown":1e400}"#,
+        ] {
+            assert!(matches!(decode(good.as_bytes()), Decoded::Row(_)), "{good}");
+        }
+        for good in [
+            r#"{"compaction":{"src":-5,"tpc":5,"x":1e400}}"#,
+            r#"{"compaction":{"src":-0}}"#,
+        ] {
+            assert_eq!(row(good).kind, RowKind::Compaction, "{good}");
+        }
     }
 
     #[test]

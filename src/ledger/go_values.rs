@@ -1,6 +1,7 @@
 //! Values as Go's `encoding/json` reads them into Reasonix's record (docs/counting-rules.md, "A
 //! line is read as Reasonix reads it"): a count into an `int`, `ts` into a `time.Time`, any other
-//! value reduced to what an allow-listed field can use, and Go's limit on nesting.
+//! value reduced to what an allow-listed field can use, the fields it does not keep checked
+//! against their Go types, and Go's limit on nesting.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -9,6 +10,7 @@ use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
 use super::field::Field;
+use super::key::{GoType, compaction_key};
 use super::timestamp::{Day, day_and_unix_ms};
 
 /// Go's decoder refuses a value nested deeper than this (serde_json, skipping a value, has no
@@ -91,6 +93,170 @@ pub(super) fn next_scalar<'de, A: MapAccess<'de>>(
     match text.as_bytes().first() {
         Some(b'-' | b'0'..=b'9') => Ok(Scalar::Number),
         _ => serde_json::from_str::<Scalar<'de>>(text).map_err(de::Error::custom),
+    }
+}
+
+/// Whether the next value fits a field of Reasonix's record of Go type `ty` that is checked and
+/// not kept (Go refuses the whole line otherwise). A negative zero for an `int` is decided from
+/// its text, as a count's is (`ambiguous`).
+pub(super) fn next_fits<'de, A: MapAccess<'de>>(
+    map: &mut A,
+    ty: GoType,
+    counts: CountsFrom,
+    ambiguous: &mut bool,
+) -> Result<bool, A::Error> {
+    Ok(match (ty, counts) {
+        (GoType::Text, _) => matches!(next_scalar(map, counts)?, Scalar::Null | Scalar::Str(_)),
+        (GoType::Bool, _) => matches!(next_scalar(map, counts)?, Scalar::Null | Scalar::Bool(_)),
+        // An element that is no string is an error for the line, whatever else it holds.
+        (GoType::Texts, _) => map.next_value::<TextsFit>()?.0,
+        // serde_json refuses a number past a float's range, as Go does; the second reading
+        // tells it by its text.
+        (GoType::Float, CountsFrom::Fast) => matches!(
+            map.next_value::<Scalar<'de>>()?,
+            Scalar::Null | Scalar::Unsigned(_) | Scalar::Negative(_) | Scalar::NegativeZero | Scalar::Number
+        ),
+        (GoType::Float, CountsFrom::FromText) => {
+            let raw: &RawValue = map.next_value()?;
+            match raw.get().as_bytes().first() {
+                Some(b'-' | b'0'..=b'9') => raw.get().parse::<f64>().is_ok_and(f64::is_finite),
+                _ => raw.get() == "null",
+            }
+        }
+        (GoType::Int, CountsFrom::Fast) => match map.next_value::<Scalar<'de>>()? {
+            Scalar::Null | Scalar::Negative(_) => true,
+            Scalar::Unsigned(n) => i64::try_from(n).is_ok(),
+            Scalar::NegativeZero => {
+                *ambiguous = true;
+                true
+            }
+            _ => false,
+        },
+        (GoType::Int, CountsFrom::FromText) => !matches!(count_of(map.next_value()?), Field::Bad),
+    })
+}
+
+/// `compaction` as Reasonix's record takes it (a pointer to its `CompactionRecord`): `null` is
+/// absent, an object whose known fields have their Go types is one, anything else an error for
+/// the line.
+pub(super) fn next_compaction<'de, A: MapAccess<'de>>(
+    map: &mut A,
+    counts: CountsFrom,
+    ambiguous: &mut bool,
+) -> Result<Field<()>, A::Error> {
+    if counts == CountsFrom::Fast {
+        return map.next_value_seed(CompactionFit { counts, ambiguous });
+    }
+    let raw: &'de RawValue = map.next_value()?;
+    if matches!(raw.get().as_bytes().first(), Some(b'-' | b'0'..=b'9')) {
+        return Ok(Field::Bad);
+    }
+    let mut deserializer = serde_json::Deserializer::from_str(raw.get());
+    de::DeserializeSeed::deserialize(CompactionFit { counts, ambiguous }, &mut deserializer)
+        .map_err(de::Error::custom)
+}
+
+/// Whether a value fits Go's `[]string`.
+struct TextsFit(bool);
+
+impl<'de> de::Deserialize<'de> for TextsFit {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(TextsFitVisitor)
+    }
+}
+
+struct TextsFitVisitor;
+
+impl<'de> Visitor<'de> for TextsFitVisitor {
+    type Value = TextsFit;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_unit<E>(self) -> Result<TextsFit, E> {
+        Ok(TextsFit(true))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<TextsFit, A::Error> {
+        let mut fits = true;
+        while let Some(element) = seq.next_element::<Scalar<'de>>()? {
+            fits &= matches!(element, Scalar::Null | Scalar::Str(_));
+        }
+        Ok(TextsFit(fits))
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<TextsFit, E> {
+        Ok(TextsFit(false))
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<TextsFit, E> {
+        Ok(TextsFit(false))
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<TextsFit, E> {
+        Ok(TextsFit(false))
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<TextsFit, E> {
+        Ok(TextsFit(false))
+    }
+    fn visit_str<E>(self, _: &str) -> Result<TextsFit, E> {
+        Ok(TextsFit(false))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TextsFit, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(TextsFit(false))
+    }
+}
+
+/// Reads `compaction`, checking its known fields' types (see [`next_compaction`]).
+struct CompactionFit<'b> {
+    counts: CountsFrom,
+    ambiguous: &'b mut bool,
+}
+
+impl<'de> de::DeserializeSeed<'de> for CompactionFit<'_> {
+    type Value = Field<()>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Field<()>, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for CompactionFit<'_> {
+    type Value = Field<()>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_unit<E>(self) -> Result<Field<()>, E> {
+        Ok(Field::Absent)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Field<()>, A::Error> {
+        let mut fits = true;
+        while let Some(key) = map.next_key::<Text<'de>>()? {
+            match compaction_key(&key.0) {
+                Some(ty) => fits &= next_fits(&mut map, ty, self.counts, self.ambiguous)?,
+                None => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(if fits { Field::Value(()) } else { Field::Bad })
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Field<()>, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Field::Bad)
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Field<()>, E> {
+        Ok(Field::Bad)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Field<()>, E> {
+        Ok(Field::Bad)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Field<()>, E> {
+        Ok(Field::Bad)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Field<()>, E> {
+        Ok(Field::Bad)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Field<()>, E> {
+        Ok(Field::Bad)
     }
 }
 

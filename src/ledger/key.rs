@@ -20,7 +20,112 @@ pub enum Key {
     BillingMode,
     IncompleteReason,
     Compaction,
+    /// A field of Reasonix's record the exporter does not keep: its value is checked against
+    /// the field's Go type (a value of the wrong type makes Go refuse the line), never kept.
+    Checked(GoType),
     Other,
+}
+
+/// The Go type of a field of Reasonix's record that is only checked (see [`Key::Checked`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GoType {
+    /// `string`: a string or `null`.
+    Text,
+    /// `bool` or `*bool`: a boolean or `null`.
+    Bool,
+    /// `[]string`: an array of strings (or `null`s), or `null`.
+    Texts,
+    /// `float64`: a number in a float's range, or `null`.
+    Float,
+    /// `int` (in `compaction`): an integer in 64 bits, or `null`.
+    Int,
+}
+
+/// Reasonix's record's fields that are checked and not kept, with their Go types
+/// (`internal/stats/record.go`).
+const CHECKED_KEYS: [(&str, GoType); 19] = [
+    ("rated_at", GoType::Text),
+    ("rate_date", GoType::Text),
+    ("rate_band", GoType::Text),
+    ("prefix_hash", GoType::Text),
+    ("usage_source", GoType::Text),
+    ("valuation_cny", GoType::Text),
+    ("valuation_usd", GoType::Text),
+    ("selected_cost", GoType::Float),
+    ("prefix_changed", GoType::Bool),
+    ("prefix_reasons", GoType::Texts),
+    ("display_status", GoType::Text),
+    ("aggregate_mode", GoType::Text),
+    ("cost_estimated", GoType::Bool),
+    ("selected_amount", GoType::Text),
+    ("original_totals", GoType::Texts),
+    ("legacy_estimate", GoType::Bool),
+    ("display_complete", GoType::Bool),
+    ("selected_currency", GoType::Text),
+    ("pricing_fingerprint", GoType::Text),
+];
+
+/// The fields of Reasonix's `CompactionRecord`, with their Go types.
+const COMPACTION_KEYS: [(&str, GoType); 31] = [
+    ("trigger", GoType::Text),
+    ("mode", GoType::Text),
+    ("cache", GoType::Text),
+    ("src", GoType::Int),
+    ("fold", GoType::Int),
+    ("spans", GoType::Int),
+    ("proj", GoType::Int),
+    ("in", GoType::Int),
+    ("out", GoType::Int),
+    ("hit", GoType::Int),
+    ("miss", GoType::Int),
+    ("write", GoType::Int),
+    ("reqs", GoType::Int),
+    ("user_kept", GoType::Int),
+    ("user_dropped", GoType::Int),
+    ("results", GoType::Int),
+    ("saved_chars", GoType::Int),
+    ("status", GoType::Text),
+    ("reason", GoType::Text),
+    ("tpc", GoType::Float),
+    ("provider_request_id", GoType::Text),
+    ("err_type", GoType::Text),
+    ("summary_input", GoType::Text),
+    ("view_fp", GoType::Text),
+    ("wire_fp", GoType::Text),
+    ("tools_count", GoType::Int),
+    ("tools_fp", GoType::Text),
+    ("tools_source", GoType::Text),
+    ("pref_hash", GoType::Text),
+    ("pref_len", GoType::Int),
+    ("wire_len", GoType::Int),
+];
+
+/// The Go type of the field of Reasonix's `CompactionRecord` that `key` fills, matched as Go
+/// matches it (exact, else case-insensitively); `None` for a key no field has. Compaction rows
+/// are rare: a plain search.
+pub fn compaction_key(key: &str) -> Option<GoType> {
+    COMPACTION_KEYS
+        .iter()
+        .find(|(name, _)| *name == key)
+        .or_else(|| COMPACTION_KEYS.iter().find(|(name, _)| go_fold_eq(key, name)))
+        .map(|&(_, ty)| ty)
+}
+
+/// Whether `key` matches the lower-case ASCII `name` under Go's case folding.
+fn go_fold_eq(key: &str, name: &str) -> bool {
+    let mut name = name.bytes();
+    for c in key.chars() {
+        let lower = match c {
+            '\u{17F}' => b's',
+            '\u{212A}' => b'k',
+            c if c.is_ascii() => c.to_ascii_lowercase() as u8,
+            _ => return false,
+        };
+        if name.next() != Some(lower) {
+            return false;
+        }
+    }
+    name.next().is_none()
 }
 
 /// Which field `key` fills, as Go's decoder finds it: the field of that exact name, else one whose
@@ -47,12 +152,17 @@ const OTHER_KEYS: [&str; 10] = [
     "incomplete_reason",
 ];
 
-/// Bit `n` is set when some allow-listed name is `n` bytes long.
+/// Bit `n` is set when some allow-listed or checked name is `n` bytes long.
 const KEY_LENGTHS: u64 = {
     let mut lengths = 0u64;
     let mut i = 0;
     while i < OTHER_KEYS.len() {
         lengths |= 1 << OTHER_KEYS[i].len();
+        i += 1;
+    }
+    let mut i = 0;
+    while i < CHECKED_KEYS.len() {
+        lengths |= 1 << CHECKED_KEYS[i].0.len();
         i += 1;
     }
     let mut q = 0;
@@ -65,7 +175,7 @@ const KEY_LENGTHS: u64 = {
     lengths
 };
 
-/// The longest allow-listed name.
+/// The longest allow-listed or checked name.
 const LONGEST_KEY: usize = 63 - KEY_LENGTHS.leading_zeros() as usize;
 
 /// A key matched case-insensitively, as Go's `encoding/json` matches a key no field has exactly:
@@ -120,7 +230,7 @@ fn exact_key(key: &str) -> Key {
     }
 }
 
-/// The count named exactly `key`, from the catalog.
+/// The count named exactly `key`, from the catalog, else the checked field of that name.
 #[inline(always)]
 fn count_key(key: &str) -> Key {
     for q in Quantity::ALL {
@@ -128,7 +238,30 @@ fn count_key(key: &str) -> Key {
             return Key::Count(q);
         }
     }
-    Key::Other
+    checked_key(key)
+}
+
+/// The checked field named exactly `key`.
+#[inline(always)]
+fn checked_key(key: &str) -> Key {
+    match (key.len(), key) {
+        (8, "rated_at") => Key::Checked(GoType::Text),
+        (9, "rate_date" | "rate_band") => Key::Checked(GoType::Text),
+        (11, "prefix_hash") => Key::Checked(GoType::Text),
+        (12, "usage_source") => Key::Checked(GoType::Text),
+        (13, "valuation_cny" | "valuation_usd") => Key::Checked(GoType::Text),
+        (13, "selected_cost") => Key::Checked(GoType::Float),
+        (14, "prefix_changed" | "cost_estimated") => Key::Checked(GoType::Bool),
+        (14, "prefix_reasons") => Key::Checked(GoType::Texts),
+        (14, "display_status" | "aggregate_mode") => Key::Checked(GoType::Text),
+        (15, "selected_amount") => Key::Checked(GoType::Text),
+        (15, "original_totals") => Key::Checked(GoType::Texts),
+        (15, "legacy_estimate") => Key::Checked(GoType::Bool),
+        (16, "display_complete") => Key::Checked(GoType::Bool),
+        (17, "selected_currency") => Key::Checked(GoType::Text),
+        (19, "pricing_fingerprint") => Key::Checked(GoType::Text),
+        _ => Key::Other,
+    }
 }
 
 #[cfg(test)]
@@ -148,7 +281,23 @@ mod tests {
             assert_ne!(key_of(name), Key::Other, "{name}");
             assert_eq!(key_of(&name.to_ascii_uppercase()), key_of(name), "{name}");
         }
-        assert_eq!(LONGEST_KEY, "incomplete_reason".len());
+        assert_eq!(LONGEST_KEY, "pricing_fingerprint".len());
         assert_eq!(key_of("PROMPT_TEXT"), Key::Other);
+    }
+
+    #[test]
+    fn every_checked_name_is_its_go_type_in_any_letter_case() {
+        for (name, ty) in CHECKED_KEYS {
+            assert_eq!(key_of(name), Key::Checked(ty), "{name}");
+            assert_eq!(key_of(&name.to_ascii_uppercase()), Key::Checked(ty), "{name}");
+        }
+        assert_eq!(key_of("Co\u{17F}t_e\u{17F}timated"), Key::Checked(GoType::Bool));
+        for (name, ty) in COMPACTION_KEYS {
+            assert_eq!(compaction_key(name), Some(ty), "{name}");
+            assert_eq!(compaction_key(&name.to_ascii_uppercase()), Some(ty), "{name}");
+        }
+        assert_eq!(compaction_key("\u{17F}rc"), Some(GoType::Int));
+        assert_eq!(compaction_key("sources"), None);
+        assert_eq!(compaction_key("sr"), None);
     }
 }
