@@ -334,7 +334,7 @@ async fn check_collector(settings: &Settings, report: &mut Report) {
             return report.problem(
                 "OTLP",
                 format!("{what}: {e}"),
-                "fix --otlp-endpoint or OTEL_EXPORTER_OTLP_ENDPOINT",
+                "fix the OTLP setting it names (the endpoint, a header, a TLS file)",
             );
         }
     };

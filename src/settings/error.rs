@@ -67,7 +67,7 @@ pub enum SettingsError {
     Headers { from: String, error: HeadersError },
     #[error(transparent)]
     Tls(#[from] TlsError),
-    #[error("config file {}: {problem}; fix the path given to --config", path.display())]
+    #[error("config file {}: {problem}; fix the path given to --config (or $REASONIX_EXPORTER_CONFIG), or the file", path.display())]
     ConfigFile { path: PathBuf, problem: String },
     #[error("config file {}: {error}", path.display())]
     ConfigText {

@@ -629,6 +629,34 @@ mod tests {
         );
     }
 
+    /// A header value that its transport cannot send (a line break) is an
+    /// error naming the variable when the settings are read, never one at the first export.
+    #[cfg(unix)]
+    #[test]
+    fn a_header_that_cannot_be_sent_is_refused_naming_the_variable() {
+        for (headers, protocol) in [
+            ("authorization=Bearer%0Ax", "http/protobuf"),
+            ("authorization=Bearer%0Dx", "grpc"),
+        ] {
+            let env = env_of(&[
+                ("HOME", "/u"),
+                ("OTEL_EXPORTER_OTLP_HEADERS", headers),
+                ("OTEL_EXPORTER_OTLP_PROTOCOL", protocol),
+            ]);
+            let err = resolve(&Flags::new(), &env).unwrap_err().to_string();
+            assert!(
+                err.contains("OTEL_EXPORTER_OTLP_HEADERS") && err.contains("authorization"),
+                "{err}"
+            );
+            assert!(!err.contains("Bearer"), "the value is never shown: {err}");
+        }
+        let env = env_of(&[
+            ("HOME", "/u"),
+            ("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer%20%C3%A9"),
+        ]);
+        assert!(resolve(&Flags::new(), &env).is_ok(), "HTTP takes a UTF-8 value");
+    }
+
     // Unix: a home from HOME, and Unix paths; Windows finds its profile (tests/shipped/).
     #[cfg(unix)]
     #[test]

@@ -45,10 +45,12 @@ pub(super) fn resolve(sources: &Sources<'_>) -> Result<OtlpSettings, SettingsErr
     )?;
     let headers = match sources.pick(&HEADERS) {
         None => Headers::default(),
-        Some((text, origin)) => Headers::parse(&text).map_err(|error| SettingsError::Headers {
-            from: source_name(&HEADERS, &origin),
-            error,
-        })?,
+        Some((text, origin)) => Headers::parse(&text)
+            .and_then(|headers| headers.check_for(protocol).map(|()| headers))
+            .map_err(|error| SettingsError::Headers {
+                from: source_name(&HEADERS, &origin),
+                error,
+            })?,
     };
     let resource = user_resource(sources)?;
     let (ms, origin) = sources.pick_or_default(&TIMEOUT);

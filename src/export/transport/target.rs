@@ -55,6 +55,10 @@ pub enum HeadersError {
     BadValue(String),
     #[error("header {0} is the exporter's to set (it frames the request), never a setting's: remove it")]
     Reserved(String),
+    #[error(
+        "header {name}: its value cannot be sent as {kind} (a control character such as a line break): fix the value"
+    )]
+    NotSendable { name: String, kind: &'static str },
 }
 
 /// Headers that frame the request: set by the exporter from what it sends, never by a setting
@@ -83,6 +87,35 @@ impl Headers {
             headers.push((name, value));
         }
         Ok(Headers(headers))
+    }
+
+    /// Checks that every header can be sent over `protocol`, as its transport will build it: an
+    /// error now, naming the setting, rather than one after the ingest, at the first export.
+    pub fn check_for(&self, protocol: OtlpProtocol) -> Result<(), HeadersError> {
+        for (name, value) in &self.0 {
+            let sendable = match protocol {
+                OtlpProtocol::HttpProtobuf => {
+                    reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_ok()
+                        && reqwest::header::HeaderValue::from_str(value).is_ok()
+                }
+                OtlpProtocol::Grpc => {
+                    tonic::metadata::MetadataKey::<tonic::metadata::Ascii>::from_bytes(name.as_bytes())
+                        .is_ok()
+                        && tonic::metadata::MetadataValue::<tonic::metadata::Ascii>::try_from(value.as_str())
+                            .is_ok()
+                }
+            };
+            if !sendable {
+                return Err(HeadersError::NotSendable {
+                    name: name.clone(),
+                    kind: match protocol {
+                        OtlpProtocol::HttpProtobuf => "an HTTP header",
+                        OtlpProtocol::Grpc => "gRPC metadata",
+                    },
+                });
+            }
+        }
+        Ok(())
     }
 }
 
