@@ -15,6 +15,37 @@ pub fn one_line(text: &str, max_chars: usize) -> String {
     out
 }
 
+/// A path as it may be shown (a log line, an error, `doctor`): its characters that would break
+/// the line or act on a terminal escaped, as in [`one_line`], never cut. Bytes that are not
+/// UTF-8 show as U+FFFD, as `Path::display` shows them.
+pub struct ShownPath<'a>(&'a std::path::Path);
+
+impl std::fmt::Display for ShownPath<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use std::fmt::Write as _;
+        for c in self.0.to_string_lossy().chars() {
+            if c.is_control() || is_bidi_control(c) || is_invisible(c) {
+                write!(f, "{}", c.escape_unicode())?;
+            } else {
+                f.write_char(c)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `.shown()`: a path's [`ShownPath`], where `.display()` would pass its characters on as they
+/// are.
+pub trait ShowPath {
+    fn shown(&self) -> ShownPath<'_>;
+}
+
+impl ShowPath for std::path::Path {
+    fn shown(&self) -> ShownPath<'_> {
+        ShownPath(self)
+    }
+}
+
 /// Characters that show as nothing or break a line: every format character (Unicode's
 /// General_Category Cf, as of Unicode 16: zero-width ones, the soft hyphen, the byte-order mark,
 /// bidirectional and tag characters, prepended number signs, annotation and hieroglyph format
@@ -67,6 +98,16 @@ mod tests {
             "busy\\u{a}2026-12-02T10:00:00Z  INFO exported 9 data points\\u{1b}[2J\\u{202e}"
         );
         assert_eq!(one_line("abcdef", 3), "abc");
+    }
+
+    #[test]
+    fn a_path_is_shown_on_one_inert_line() {
+        let path = std::path::Path::new("/tmp/ev\nFORGED\x1b[31m\u{202E}/stats");
+        assert_eq!(
+            path.shown().to_string(),
+            "/tmp/ev\\u{a}FORGED\\u{1b}[31m\\u{202e}/stats"
+        );
+        assert_eq!(std::path::Path::new("/plain/é").shown().to_string(), "/plain/é");
     }
 
     /// Every format character is invisible, tag characters and the rarer ones included; letters,

@@ -4,6 +4,7 @@
 //! in the state dir makes the exporter write, truncate or read anything else. A read is of a
 //! regular file, bounded (a FIFO or `/dev/zero` in its place is an error, not a hang).
 
+use crate::inert_text::ShowPath;
 use std::fs::File;
 use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
@@ -96,7 +97,7 @@ pub fn in_the_way(path: &Path) -> std::io::Error {
         std::io::ErrorKind::IsADirectory,
         format!(
             "{} is a folder, where the exporter keeps a file of its own: remove it",
-            path.display()
+            path.shown()
         ),
     )
 }

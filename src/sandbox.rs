@@ -9,6 +9,7 @@
 //! Where the kernel has no landlock (before 5.13, or disabled), the exporter runs as before and
 //! says so once.
 
+use crate::inert_text::ShowPath;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -80,7 +81,7 @@ pub fn permission_hint() -> &'static str {
 /// Why the sandbox could not be entered.
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {
-    #[error("cannot create the state dir {}: {error}; fix its permissions (or make room on its disk), or choose another with --state-dir", path.display())]
+    #[error("cannot create the state dir {}: {error}; fix its permissions (or make room on its disk), or choose another with --state-dir", path.shown())]
     StateDir { path: PathBuf, error: std::io::Error },
     #[error("cannot set the sandbox up: {0}; run with --sandbox off, and report it")]
     Landlock(String),

@@ -2,6 +2,7 @@
 //! the Prometheus port; each problem with its fix. Exits non-zero when something is wrong.
 //! Header values are never shown, only how many headers are set.
 
+use crate::inert_text::ShowPath;
 use std::path::Path;
 
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
@@ -79,7 +80,7 @@ fn check_sandbox(settings: &Settings, report: &mut Report) {
 
 fn check_config(settings: &Settings, report: &mut Report) {
     match &settings.config_file {
-        Some(path) => report.ok("config", format!("{} (read, no unknown keys)", path.display())),
+        Some(path) => report.ok("config", format!("{} (read, no unknown keys)", path.shown())),
         None => report.info(
             "config",
             "no config file; flags, variables and defaults only".into(),
@@ -107,14 +108,14 @@ fn check_ledger(settings: &Settings, report: &mut Report) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return report.problem(
                 "stats dir",
-                format!("{} (from {origin}) does not exist", dir.display()),
+                format!("{} (from {origin}) does not exist", dir.shown()),
                 "install Reasonix and use it once (it creates the folder), or point --stats-dir or REASONIX_HOME at the folder that holds its stats",
             );
         }
         Err(e) => {
             return report.problem(
                 "stats dir",
-                format!("{} (from {origin}) cannot be read: {e}", dir.display()),
+                format!("{} (from {origin}) cannot be read: {e}", dir.shown()),
                 "give the user running the exporter read access to the folder and its *.jsonl files",
             );
         }
@@ -133,7 +134,7 @@ fn check_ledger(settings: &Settings, report: &mut Report) {
         "stats dir",
         format!(
             "{} (from {origin}): {} ledger files, {}{}",
-            dir.display(),
+            dir.shown(),
             files.len(),
             human_bytes(bytes),
             newest
@@ -178,7 +179,7 @@ fn check_store(settings: &Settings, report: &mut Report) {
             "store",
             format!(
                 "none yet under {} (from {origin}); the first run creates it",
-                dir.display()
+                dir.shown()
             ),
         );
     }
@@ -193,7 +194,7 @@ fn check_store(settings: &Settings, report: &mut Report) {
                 "store",
                 format!(
                     "{} (from {origin}): format {}, {}, {} lines counted, {} series{}",
-                    store.path().display(),
+                    store.path().shown(),
                     crate::store::FORMAT_VERSION,
                     human_bytes(store.disk_size()),
                     counts.counted,
@@ -213,7 +214,7 @@ fn check_store(settings: &Settings, report: &mut Report) {
                 "store",
                 format!(
                     "{} is in use by a running reasonix-exporter{}",
-                    dir.display(),
+                    dir.shown(),
                     owner.map(|p| format!(" (pid {p})")).unwrap_or_default()
                 ),
             );
@@ -316,10 +317,10 @@ async fn check_collector(settings: &Settings, report: &mut Report) {
     };
     let mut tls = String::new();
     if let Some(ca) = &target.tls.ca {
-        tls.push_str(&format!(", CA {}", ca.path.display()));
+        tls.push_str(&format!(", CA {}", ca.path.shown()));
     }
     if let Some((cert, _)) = &target.tls.client {
-        tls.push_str(&format!(", client certificate {}", cert.path.display()));
+        tls.push_str(&format!(", client certificate {}", cert.path.shown()));
     }
     let what = format!(
         "{} {}{}{}",
@@ -393,7 +394,7 @@ async fn check_prometheus(settings: &Settings, report: &mut Report) {
             Ok(web) => {
                 let tls = web.current().is_ok_and(|active| active.tls.is_some());
                 let scheme = if tls { "TLS" } else { "plain HTTP" };
-                report.ok("web config", format!("{} reads ({scheme})", path.display()));
+                report.ok("web config", format!("{} reads ({scheme})", path.shown()));
             }
             Err(e) => report.problem(
                 "web config",

@@ -1,5 +1,6 @@
 //! `status`: lifetime totals from the store, per attribute set, and ingestion counts. No network.
 
+use crate::inert_text::ShowPath;
 use anyhow::Context;
 
 use crate::series::{Quantity, Totals};
@@ -21,13 +22,13 @@ pub fn status(settings: &Settings, json: bool) -> anyhow::Result<()> {
                 crate::own_files::read_own(&path, crate::own_files::MAX_OWN_BYTES).with_context(|| {
                     format!(
                         "the store is in use by a running exporter and its snapshot {} cannot be read",
-                        path.display()
+                        path.shown()
                     )
                 })?;
             let doc = serde_json::from_slice(&bytes).with_context(|| {
                 format!(
                     "snapshot {} is unreadable; it is rewritten on the next commit",
-                    path.display()
+                    path.shown()
                 )
             })?;
             crate::events::daemon::status_from_snapshot(owner);

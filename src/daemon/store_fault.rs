@@ -2,6 +2,7 @@
 //! dir deleted or made read-only), and resumed when it can be again; and `run`'s start waiting
 //! for a store it cannot open on a full disk or without descriptors.
 
+use crate::inert_text::ShowPath;
 use std::io::ErrorKind;
 use std::time::Duration;
 
@@ -162,7 +163,7 @@ impl Daemon {
             {
                 anyhow::bail!(
                     "state dir {} was deleted under the running exporter, and its sandbox lets it write only in the folder it started with; start it again to recreate the folder (systemd's Restart= does), or run with --sandbox off to have it recreated in place",
-                    self.settings.state_dir.value.display()
+                    self.settings.state_dir.value.shown()
                 )
             }
             Err(StoreError::Io { .. }) => {

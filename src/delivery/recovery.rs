@@ -3,6 +3,7 @@
 //! pending again, and the lines the database lost are read again from the ledger.
 
 use super::Delivery;
+use crate::inert_text::ShowPath;
 use crate::store::StoreError;
 use crate::store::export_record;
 
@@ -16,7 +17,7 @@ impl Delivery {
         if record.created_ns != self.store_created_ns {
             return Err(StoreError::Corrupt {
                 path: self.table.path().to_path_buf(),
-                detail: format!("{} belongs to another store", self.record.display()),
+                detail: format!("{} belongs to another store", self.record.shown()),
             });
         }
         if record.number > self.exports {

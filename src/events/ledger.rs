@@ -1,6 +1,7 @@
 //! The stats folder and the ledger files in it: found, missing, unreadable, watched, and what
 //! each poll read.
 
+use crate::inert_text::ShowPath;
 use std::ffi::OsStr;
 use std::fmt::Display;
 use std::path::Path;
@@ -10,7 +11,7 @@ use std::time::Duration;
 pub fn stats_dir_watching(dir: &Path, origin: &dyn Display) {
     tracing::info!(event = "stats_dir.watching", origin = %origin,
         "watching {} (from {origin})",
-        dir.display()
+        dir.shown()
     );
 }
 
@@ -19,7 +20,7 @@ pub fn stats_dir_present(dir: &Path) {
     tracing::info!(
         event = "stats_dir.present",
         "stats dir {} is available again",
-        dir.display()
+        dir.shown()
     );
 }
 
@@ -31,7 +32,7 @@ pub fn stats_dir_missing(dir: &Path, origin: &dyn Display, reader: Reader) {
     };
     tracing::warn!(event = "stats_dir.missing", origin = %origin,
         "stats dir {} (from {origin}) does not exist yet; {then}. Is Reasonix installed? Set --stats-dir or REASONIX_HOME if it lives elsewhere",
-        dir.display()
+        dir.shown()
     );
 }
 
@@ -42,7 +43,7 @@ pub fn stats_dir_unreadable(dir: &Path, error: &str, poll: Duration, hint: &str)
         event = "stats_dir.unreadable",
         error,
         "stats dir {} cannot be read ({error}); retrying every {poll:?}. Check its permissions{hint}",
-        dir.display()
+        dir.shown()
     );
 }
 
@@ -52,7 +53,7 @@ pub fn watch_unavailable(dir: &Path, error: &str, poll: Duration) {
         event = "watch.unavailable",
         error,
         "file events are not available for {} ({error}); polling every {poll:?} instead",
-        dir.display()
+        dir.shown()
     );
 }
 

@@ -1,5 +1,6 @@
 //! The sandbox (landlock) at the start: entered, unavailable, off or not entered.
 
+use crate::inert_text::ShowPath;
 use std::path::Path;
 
 /// How much of landlock an entered sandbox has.
@@ -19,8 +20,8 @@ pub fn entered(landlock: Landlock, reads: &Path, writes: &Path) {
     tracing::info!(
         event = "sandbox.entered",
         "sandbox: landlock {how}: reads limited to {}, writes to {}",
-        reads.display(),
-        writes.display()
+        reads.shown(),
+        writes.shown()
     );
 }
 
@@ -42,6 +43,6 @@ pub fn not_entered(stats_dir: &Path) {
     tracing::warn!(
         event = "sandbox.not_entered",
         "sandbox: not entered, because the stats dir {} does not exist yet; restart the exporter once Reasonix has created it",
-        stats_dir.display()
+        stats_dir.shown()
     );
 }

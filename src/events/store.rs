@@ -1,6 +1,7 @@
 //! The store and the state dir: counting paused and resumed, upgrades, what recovery found, and
 //! the exporter's own files that could not be written.
 
+use crate::inert_text::ShowPath;
 use std::ffi::OsStr;
 use std::fmt::Display;
 use std::path::Path;
@@ -11,7 +12,7 @@ use std::time::Duration;
 pub fn paused(reason: &str, state_dir: &Path, error: &dyn Display, retry: Duration, max: Duration) {
     tracing::warn!(event = "store.paused", reason, error = %error, retry_ms = retry.as_millis() as u64,
         "counting paused: {reason} (the store in {}: {error}); nothing is lost, it resumes from the ledger on its own; retrying in {retry:.1?}, then less often up to every {max:?}",
-        state_dir.display(),
+        state_dir.shown(),
     );
 }
 
@@ -51,7 +52,7 @@ pub fn upgraded(store: &Path, format: u32, files: usize) {
         event = "store.upgraded",
         count = files,
         "store at {} upgraded to format {format}: the cost quotes of the lines it counted are read again from {files} ledger files",
-        store.display()
+        store.shown()
     );
 }
 
@@ -62,7 +63,7 @@ pub fn behind_record(store: &Path, recorded: u64, stored: u64) {
         event = "store.behind_record",
         count = recorded - stored,
         "store at {} is behind its export record (export {recorded} recorded, {stored} in the store): the export is settled again and lines since are read again",
-        store.display()
+        store.shown()
     );
 }
 
@@ -81,7 +82,7 @@ pub fn state_dir_made_private(state_dir: &Path, mode: u32) {
     tracing::warn!(
         event = "state_dir.made_private",
         "state dir {} could be written by other users (mode {mode:o}); made private (0700)",
-        state_dir.display()
+        state_dir.shown()
     );
 }
 

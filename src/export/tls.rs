@@ -7,6 +7,7 @@
 //! operator who pins a private CA does not also want every public one. Without it, the system's
 //! trust store is used.
 
+use crate::inert_text::ShowPath;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -53,19 +54,19 @@ pub enum TlsError {
         "{0} is set but no client certificate is: set OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE (or --otlp-client-certificate) too, for mutual TLS"
     )]
     NoCertificate(String),
-    #[error("cannot read {} (from {from}): {error}; fix the path or the file's permissions", path.display())]
+    #[error("cannot read {} (from {from}): {error}; fix the path or the file's permissions", path.shown())]
     Unreadable {
         path: PathBuf,
         from: String,
         error: std::io::Error,
     },
-    #[error("{} (from {from}) is not valid PEM: give a PEM certificate file", path.display())]
+    #[error("{} (from {from}) is not valid PEM: give a PEM certificate file", path.shown())]
     NotPem { path: PathBuf, from: String },
-    #[error("{} (from {from}) holds no certificate: give a PEM file with a BEGIN CERTIFICATE block", path.display())]
+    #[error("{} (from {from}) holds no certificate: give a PEM file with a BEGIN CERTIFICATE block", path.shown())]
     NoCertificateInFile { path: PathBuf, from: String },
     #[error(
         "{} (from {from}) holds no private key: give a PEM file with a BEGIN PRIVATE KEY block (PKCS#8, PKCS#1 or SEC1)",
-        path.display()
+        path.shown()
     )]
     NoKeyInFile { path: PathBuf, from: String },
 }

@@ -8,6 +8,7 @@
 mod parallel;
 pub mod verify;
 
+use crate::inert_text::ShowPath;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -146,7 +147,7 @@ pub fn poll_recent(
 pub fn list(stats_dir: &Path) -> Listing {
     let started = Instant::now();
     let files = ledger_files(stats_dir).map_err(|source| IngestError::StatsDir {
-        path: stats_dir.display().to_string(),
+        path: stats_dir.shown().to_string(),
         source,
     });
     Listing {

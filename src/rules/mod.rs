@@ -9,6 +9,7 @@ pub mod budgets;
 pub mod periods;
 pub mod zone;
 
+use crate::inert_text::ShowPath;
 use std::path::Path;
 
 use anyhow::Context as _;
@@ -20,7 +21,7 @@ const MAX_BUDGETS_BYTES: u64 = 1 << 20;
 
 /// The top-level entry point for `rules`: the rule file for the budgets at `path`.
 pub fn rules(path: &Path) -> anyhow::Result<Vec<u8>> {
-    let shown = crate::inert_text::one_line(&path.display().to_string(), 200);
+    let shown = crate::inert_text::one_line(&path.shown().to_string(), 200);
     let bytes = crate::own_files::read_named(path, MAX_BUDGETS_BYTES)
         .with_context(|| format!("the budgets file {shown} cannot be read"))?;
     let text = String::from_utf8(bytes)

@@ -2,6 +2,7 @@
 //! flag, a variable, the config file), and says what would be valid. Header values and key
 //! material never appear.
 
+use crate::inert_text::ShowPath;
 use std::path::PathBuf;
 
 use crate::export::tls::TlsError;
@@ -12,8 +13,8 @@ use crate::paths::Origin;
 pub enum SettingsError {
     #[error(
         "state dir {} (from {origin}) is inside the stats folder {}: the exporter never writes into Reasonix's folder; choose another --state-dir",
-        state.display(),
-        stats.display()
+        state.shown(),
+        stats.shown()
     )]
     StateInStats {
         state: PathBuf,
@@ -67,9 +68,9 @@ pub enum SettingsError {
     Headers { from: String, error: HeadersError },
     #[error(transparent)]
     Tls(#[from] TlsError),
-    #[error("config file {}: {problem}; fix the path given to --config (or $REASONIX_EXPORTER_CONFIG), or the file", path.display())]
+    #[error("config file {}: {problem}; fix the path given to --config (or $REASONIX_EXPORTER_CONFIG), or the file", path.shown())]
     ConfigFile { path: PathBuf, problem: String },
-    #[error("config file {}: {error}", path.display())]
+    #[error("config file {}: {error}", path.shown())]
     ConfigText {
         path: PathBuf,
         error: super::file::ConfigError,

@@ -6,6 +6,7 @@
 //! created" from "lost its contents": an empty store where the marker says one was created is
 //! refused, never silently started from zero.
 
+use crate::inert_text::ShowPath;
 use std::ffi::OsString;
 use std::path::Path;
 use std::time::SystemTime;
@@ -36,7 +37,7 @@ impl Store {
             Some(recorded) if recorded != created_ns => {
                 return Err(StoreError::Corrupt {
                     path: self.path().to_path_buf(),
-                    detail: format!("it is not the store {} says was created here", marker.display()),
+                    detail: format!("it is not the store {} says was created here", marker.shown()),
                 });
             }
             // A crash right after the store was made, before its marker.
@@ -59,7 +60,7 @@ impl Store {
                 path: self.path().to_path_buf(),
                 detail: format!(
                     "it opens empty, but {} says a store was created here",
-                    marker.display()
+                    marker.shown()
                 ),
             });
         }
@@ -128,7 +129,7 @@ fn read_marker(marker: &Path, existed: bool, store: &Path) -> Result<Option<u64>
         Ok(_) if !existed => Ok(None),
         Ok(bytes) => parse_marker(&bytes).map(Some).ok_or_else(|| StoreError::Corrupt {
             path: store.to_path_buf(),
-            detail: format!("unreadable marker {}", marker.display()),
+            detail: format!("unreadable marker {}", marker.shown()),
         }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(StoreError::io(marker, e)),

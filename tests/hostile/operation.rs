@@ -276,3 +276,51 @@ fn flag_values_that_are_not_utf8_are_paths_as_given_or_an_error() {
         "{line}"
     );
 }
+
+/// A stats or state folder whose name holds a line break and an escape sequence: every log line,
+/// error and `doctor` line that names it shows them escaped, so no forged line or terminal
+/// control reaches the output (contract §7).
+#[test]
+fn a_folder_name_with_control_characters_never_reaches_the_output_raw() {
+    let fx = Fixture::new();
+    let stats = fx.root.path().join("ev\nFORGED \x1b[31mline");
+    let state = fx.root.path().join("st\rate\u{202e}");
+    std::fs::create_dir_all(&stats).unwrap();
+    let day = days(1)[0].clone();
+    std::fs::write(
+        stats.join(format!("{day}.jsonl")),
+        Generator::new(5).day_file(&day, 10),
+    )
+    .unwrap();
+    let run = |args: &[&str]| -> Output {
+        Command::new(common::BIN)
+            .env_clear()
+            .env("HOME", &fx.home)
+            .arg("--stats-dir")
+            .arg(&stats)
+            .arg("--state-dir")
+            .arg(&state)
+            .args(args)
+            .output()
+            .expect("run the exporter")
+    };
+    for args in [
+        &["once", "--otlp", "off", "--log-level", "debug"][..],
+        &["doctor", "--otlp", "off"],
+        &["status"],
+    ] {
+        let out = run(args);
+        for (name, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+            let text = String::from_utf8_lossy(bytes);
+            assert!(
+                !bytes.contains(&0x1b) && !bytes.contains(&b'\r'),
+                "{args:?} {name}: {text}"
+            );
+            assert!(!text.contains('\u{202e}'), "{args:?} {name}: {text}");
+            assert!(
+                !text.lines().any(|l| l.starts_with("FORGED")),
+                "{args:?} {name}: a forged line: {text}"
+            );
+        }
+    }
+}

@@ -7,6 +7,7 @@ mod grpc;
 mod http;
 mod target;
 
+use crate::inert_text::ShowPath;
 pub use http::read_capped;
 use std::path::PathBuf;
 
@@ -28,9 +29,9 @@ pub enum TransportError {
     HeaderName(String, &'static str),
     #[error("header {0}: its value is not a valid {1} value")]
     HeaderValue(String, &'static str),
-    #[error("{} is not a valid PEM certificate bundle", .0.display())]
+    #[error("{} is not a valid PEM certificate bundle", .0.shown())]
     CaBundle(PathBuf),
-    #[error("{} and {} are not a matching PEM certificate and key", .0.display(), .1.display())]
+    #[error("{} and {} are not a matching PEM certificate and key", .0.shown(), .1.shown())]
     Identity(PathBuf, PathBuf),
     #[error("cannot build the HTTP client: {0}")]
     Client(String),

@@ -14,6 +14,7 @@ pub mod config;
 mod tls;
 pub mod tls_config;
 
+use crate::inert_text::ShowPath;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -80,7 +81,7 @@ impl Web {
             tls_at_start: std::sync::OnceLock::new(),
         };
         web.current().map_err(|invalid| WebConfigError {
-            path: path.display().to_string(),
+            path: path.shown().to_string(),
             invalid,
         })?;
         Ok(web)
@@ -182,7 +183,7 @@ impl Web {
     /// `invalid` as one line naming the file.
     pub fn refusal(&self, invalid: Invalid) -> WebConfigError {
         WebConfigError {
-            path: self.path.display().to_string(),
+            path: self.path.shown().to_string(),
             invalid,
         }
     }
@@ -207,9 +208,9 @@ fn read_small(path: &Path) -> Result<Vec<u8>, String> {
     crate::own_files::read_named(path, MAX_FILE_BYTES).map_err(|e| match e.kind() {
         // Not a regular file, or larger than the bound: what it is, said as such.
         std::io::ErrorKind::InvalidInput | std::io::ErrorKind::InvalidData => {
-            format!("{} is {e}", path.display())
+            format!("{} is {e}", path.shown())
         }
-        _ => format!("{} cannot be read: {e}", path.display()),
+        _ => format!("{} cannot be read: {e}", path.shown()),
     })
 }
 
@@ -228,7 +229,7 @@ fn build(config: WebConfig, named: &[(PathBuf, Result<Vec<u8>, String>)]) -> Res
                     config::Pem::File(path) => match named.iter().find(|(p, _)| p == path) {
                         Some((_, Ok(bytes))) => Ok(bytes.clone()),
                         Some((_, Err(e))) => Err(problem(e.clone())),
-                        None => Err(problem(format!("{} was not read", path.display()))),
+                        None => Err(problem(format!("{} was not read", path.shown()))),
                     },
                 }
             };

@@ -11,6 +11,7 @@
 //! read again from the ledger. (Cumulative exports need no such record: each carries the
 //! lifetime totals, so a later one supersedes any earlier one; see `stream`.)
 
+use crate::inert_text::ShowPath;
 use std::path::{Path, PathBuf};
 
 use super::frame::{self, Record};
@@ -67,7 +68,7 @@ pub fn path_in(state_dir: &Path) -> PathBuf {
 pub fn read(path: &Path, store: &Path) -> Result<Option<ExportRecord>, StoreError> {
     frame::read(path, || StoreError::Corrupt {
         path: store.to_path_buf(),
-        detail: format!("unreadable export record {}", path.display()),
+        detail: format!("unreadable export record {}", path.shown()),
     })
 }
 
