@@ -304,28 +304,31 @@ fn resolve_stats_dir(sources: &Sources<'_>) -> Result<Setting<PathBuf>, Settings
 /// The exporter never writes into Reasonix's folder: a state dir that is the stats folder or
 /// lies inside it (as the paths are, links resolved where they exist) is refused.
 fn outside_of(state_dir: &Setting<PathBuf>, stats_dir: &Path) -> Result<(), SettingsError> {
-    // As the path will be: `..` taken away, and links resolved in the part that exists.
+    // As the kernel will resolve the path: part by part, a link followed and `..` taken from
+    // where the link led, as long as the parts exist; past them, `..` taken away as written.
     let real = |path: &Path| {
         let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-        let mut normal = PathBuf::new();
+        let mut real = PathBuf::new();
+        let mut exists = true;
         for part in absolute.components() {
             match part {
-                std::path::Component::ParentDir => {
-                    normal.pop();
-                }
                 std::path::Component::CurDir => {}
-                other => normal.push(other),
+                std::path::Component::ParentDir if !exists => {
+                    real.pop();
+                }
+                // The root (and a Windows drive) as it is.
+                part @ (std::path::Component::Prefix(_) | std::path::Component::RootDir) => real.push(part),
+                part => {
+                    real.push(part);
+                    if exists {
+                        match real.canonicalize() {
+                            Ok(resolved) => real = resolved,
+                            Err(_) => exists = false,
+                        }
+                    }
+                }
             }
         }
-        let mut rest = Vec::new();
-        let mut existing = normal.as_path();
-        while !existing.exists() {
-            let Some(parent) = existing.parent() else { break };
-            rest.push(existing.file_name().unwrap_or_default().to_owned());
-            existing = parent;
-        }
-        let mut real = existing.canonicalize().unwrap_or_else(|_| existing.to_path_buf());
-        real.extend(rest.iter().rev());
         real
     };
     let (state, stats) = (real(&state_dir.value), real(stats_dir));

@@ -184,10 +184,17 @@ fn nothing_planted_in_the_state_dir_is_followed_and_it_stays_private() {
     // Inside, as written, through `..`, or through a link to the stats folder.
     let link = fx.root.path().join("link");
     std::os::unix::fs::symlink(&fx.stats, &link).unwrap();
+    // A link into a folder of the stats folder, then `..`: the kernel takes `..` from where the
+    // link led, inside the stats folder.
+    std::fs::create_dir_all(fx.stats.join("sub")).unwrap();
+    std::fs::create_dir_all(fx.root.path().join("deep")).unwrap();
+    let deep = fx.root.path().join("deep").join("link");
+    std::os::unix::fs::symlink(fx.stats.join("sub"), &deep).unwrap();
     for inside in [
         fx.stats.join("state"),
         fx.stats.join("x/../state"),
         link.join("state"),
+        deep.join("../state"),
     ] {
         let out = Command::new(common::BIN)
             .env_clear()
