@@ -39,7 +39,9 @@ pub async fn once(settings: &Settings) -> anyhow::Result<()> {
     ) {
         Ok(report) => {
             self_stats = SelfStats {
-                counts: report.counts,
+                // Counters: the store's lifetime counts, one stream for its life (this run's
+                // alone would go down from the last export's).
+                counts: *store.counts(),
                 files_tracked: report.files as u64,
                 last_poll_seconds: report.duration().as_secs_f64(),
                 last_poll_end: SelfStats::unix_seconds(report.finished),
@@ -51,6 +53,7 @@ pub async fn once(settings: &Settings) -> anyhow::Result<()> {
         }
         // Nothing to read yet is not a failure: the store's totals still go out.
         Err(IngestError::StatsDir { source, .. }) if source.kind() == ErrorKind::NotFound => {
+            self_stats.counts = *store.counts();
             events::ledger::stats_dir_missing(stats_dir, &settings.stats_dir.origin, Reader::Once)
         }
         Err(e) => return Err(e.into()),

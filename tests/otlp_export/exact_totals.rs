@@ -223,3 +223,51 @@ fn standard_headers_and_gzip_reach_the_collector_grpc() {
 fn standard_headers_and_gzip_reach_the_collector_http() {
     check_headers_and_gzip_reach_the_collector(Receiver::http());
 }
+
+/// The lines a request says were read: the sum of `reasonix_exporter.lines.read`'s points.
+fn lines_read(
+    request: &opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest,
+) -> i64 {
+    use opentelemetry_proto::tonic::metrics::v1::metric::Data;
+    use opentelemetry_proto::tonic::metrics::v1::number_data_point::Value;
+    request
+        .resource_metrics
+        .iter()
+        .flat_map(|rm| &rm.scope_metrics)
+        .flat_map(|sm| &sm.metrics)
+        .filter(|m| m.name == "reasonix_exporter.lines.read")
+        .filter_map(|m| match &m.data {
+            Some(Data::Sum(sum)) => Some(sum),
+            _ => None,
+        })
+        .flat_map(|sum| &sum.data_points)
+        .map(|p| match p.value {
+            Some(Value::AsInt(v)) => v,
+            _ => 0,
+        })
+        .sum()
+}
+
+/// The self-metrics' counters are the store's lifetime counts in every `once`, as in `run`: a
+/// `once` that reads a few new lines does not send a lower count than the one before it.
+#[test]
+fn once_sends_the_stores_lifetime_counts_of_lines() {
+    let fx = Fixture::new();
+    let receiver = Receiver::http();
+    let mut generator = Generator::new(3);
+    fx.append(
+        "2026-08-01.jsonl",
+        generator.day_file("2026-08-01", 30).as_bytes(),
+    );
+    assert_success(&fx.export_to(&receiver));
+    fx.append("2026-08-01.jsonl", generator.day_file("2026-08-01", 5).as_bytes());
+    assert_success(&fx.export_to(&receiver));
+    let requests = receiver.data_requests();
+    let read: Vec<i64> = requests.iter().map(lines_read).collect();
+    assert_eq!(read.first(), Some(&30), "{read:?}");
+    assert_eq!(
+        read.last(),
+        Some(&35),
+        "the lifetime count, not this run's 5: {read:?}"
+    );
+}
