@@ -150,3 +150,51 @@ fn delta_with_nothing_new_says_so_and_never_that_it_exported() {
     );
     assert!(!said.contains("exported 0"), "{said}");
 }
+
+/// A listener whose accept queue is full: a connect to it never completes (Linux drops the SYN),
+/// as with a collector host that is down or firewalled. The connections filling the queue are
+/// kept with it.
+fn never_connecting() -> (std::net::TcpListener, Vec<std::net::TcpStream>, String) {
+    use std::os::fd::AsRawFd;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    // SAFETY: a listening socket this function owns; listen(2) only changes its backlog.
+    assert_eq!(unsafe { libc::listen(listener.as_raw_fd(), 0) }, 0);
+    let addr = listener.local_addr().unwrap();
+    let mut fillers = Vec::new();
+    // A backlog of 0 holds one connection; a few more make sure the queue is full.
+    for _ in 0..4 {
+        match std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(300)) {
+            Ok(stream) => fillers.push(stream),
+            Err(_) => break,
+        }
+    }
+    (listener, fillers, format!("http://{addr}/v1/metrics"))
+}
+
+/// Delta: an export that never got past the connect sent nothing, so it is not counted as
+/// delivered: the same increments go out once the collector is reachable (contract §4,
+/// "collector down for hours: nothing lost").
+#[test]
+fn delta_whose_connect_never_completes_sends_the_same_lines_later() {
+    let receiver = Receiver::http();
+    let fx = Fixture::new();
+    let mut model = Model::default();
+    realistic_ledger(&fx, &mut model, 5);
+    let (_listener, _fillers, unreachable) = never_connecting();
+    let out = fx
+        .command(&["once", "--otlp-endpoint", &unreachable])
+        .env("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", "delta")
+        .env("OTEL_EXPORTER_OTLP_TIMEOUT", "1000")
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "nothing was exported");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("outcome unknown"), "nothing was sent: {stderr}");
+    let out = fx
+        .command(&["once", "--otlp-endpoint", &receiver.endpoint])
+        .env("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", "delta")
+        .output()
+        .unwrap();
+    assert_success(&out);
+    assert_eq!(receiver.backend_totals(), model.expected.totals());
+}

@@ -121,8 +121,13 @@ fn answer_unreadable(status: &tonic::Status) -> bool {
             message.starts_with("failed to decode Protobuf message")
                 || message.starts_with("Unexpected EOF decoding stream")
                 || message.starts_with("protocol error: received message with compressed-flag")
+                || message.starts_with("protocol error: received message with invalid compression flag")
+                || message.starts_with("Error decompressing")
+                // A 200 with `grpc-status: 0` and no message.
+                || message.starts_with("Missing response message")
         }
         tonic::Code::OutOfRange => message.starts_with("Error, decoded message length too large"),
+        tonic::Code::ResourceExhausted => message.starts_with("Error decompressing"),
         _ => false,
     }
 }
@@ -133,5 +138,38 @@ fn grpc_failure(status: &tonic::Status) -> String {
         format!("the collector answered gRPC {}", status.code())
     } else {
         format!("the collector answered gRPC {}: {message}", status.code())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An answer tonic could not read is an unknown outcome (the collector took the request),
+    /// never a refusal to send again; a status the collector itself sent is its own.
+    #[test]
+    fn tonics_own_words_for_an_unreadable_answer_are_an_unknown_outcome() {
+        for unreadable in [
+            tonic::Status::internal(
+                "protocol error: received message with invalid compression flag: 103 (valid flags are 0 and 1) while receiving response with status: 200 OK",
+            ),
+            tonic::Status::internal("Missing response message."),
+            tonic::Status::internal("failed to decode Protobuf message: buffer underflow"),
+            tonic::Status::internal(
+                "Error decompressing: corrupt deflate stream, while receiving response with status: 200 OK",
+            ),
+            tonic::Status::out_of_range(
+                "Error, decoded message length too large: found 9 bytes, the limit is: 4",
+            ),
+        ] {
+            assert!(answer_unreadable(&unreadable), "{unreadable:?}");
+        }
+        for refusal in [
+            tonic::Status::internal("the collector's own trouble"),
+            tonic::Status::unavailable("Missing response message."),
+            tonic::Status::resource_exhausted("queue is full"),
+        ] {
+            assert!(!answer_unreadable(&refusal), "{refusal:?}");
+        }
     }
 }
