@@ -52,6 +52,11 @@ use store_fault::StoreFault;
 /// 5 s of the signal even with the collector down.
 const LAST_EXPORT_BUDGET: Duration = Duration::from_secs(3);
 
+/// How long the last poll, after a stop signal, may read before it stops where it is: a tail of
+/// new lines in a few files takes milliseconds; a backfill the signal cut short stays cut (the
+/// process is gone within a second of the signal).
+const LAST_POLL_BUDGET: Duration = Duration::from_millis(250);
+
 /// The top-level entry point for `reasonix-exporter run`.
 /// `web`: the web configuration of its HTTP server, read before the sandbox was entered.
 pub async fn run(settings: &Settings, web: Option<Web>) -> anyhow::Result<()> {
@@ -264,7 +269,21 @@ impl Daemon {
     /// Stop watching, commit what is there, export a last time within the budget, exit.
     async fn shut_down(&mut self) -> anyhow::Result<()> {
         self.stats_dir.unwatch();
-        self.ingest()?;
+        // The signal set `stopping`, which cuts a poll short after the chunk it is in: the last
+        // poll reads every file that changed, within its own budget (a backfill of millions of
+        // lines is left where it stands, for the next start), or until a second signal.
+        self.stopping.store(false, Ordering::Relaxed);
+        let budget = {
+            let stopping = self.stopping.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(LAST_POLL_BUDGET);
+                stopping.store(true, Ordering::Relaxed);
+            })
+        };
+        let ingested = self.ingest();
+        self.stopping.store(true, Ordering::Relaxed);
+        drop(budget);
+        ingested?;
         let deadline = tokio::time::Instant::now() + LAST_EXPORT_BUDGET;
         if let Some(in_flight) = self.exports.as_mut().and_then(|x| x.in_flight.take()) {
             match tokio::time::timeout_at(deadline, in_flight).await {

@@ -57,6 +57,46 @@ fn run_delivers_bursts_exactly_and_sigterm_delivers_the_tail() {
     assert_eq!(fx.status()["series"], model.expected.status_json()["series"]);
 }
 
+/// SIGTERM's tail over several files: lines appended to two day files that no poll has read yet
+/// (no file events, a long poll interval) are all committed and exported on the way out, not
+/// only the first file's.
+#[test]
+fn sigterm_delivers_the_tail_of_every_changed_file() {
+    let fx = Fixture::new();
+    let receiver = Receiver::http();
+    let mut model = Model::default();
+    let mut generator = Generator::new(41);
+    let all_days = days(3);
+    for day in &all_days {
+        let text = generator.day_file(day, 50);
+        fx.append(&format!("{day}.jsonl"), text.as_bytes());
+        model.feed(text.as_bytes());
+    }
+    let mut args = daemon_args(&receiver);
+    let interval = args.iter().position(|a| a == "--poll-interval").unwrap() + 1;
+    args[interval] = "1h".into();
+    args.extend(["--watch", "off"].map(String::from));
+    let daemon = fx.spawn(&strs(&args));
+    assert!(
+        wait_until(PATIENCE, || receiver.backend_totals() == model.expected.totals()),
+        "backfill not delivered: {}",
+        daemon.log_text()
+    );
+    for day in &all_days[1..] {
+        let tail = generator.day_file(day, 20);
+        fx.append(&format!("{day}.jsonl"), tail.as_bytes());
+        model.feed(tail.as_bytes());
+    }
+    let (status, took, log) = daemon.terminate();
+    assert!(status.success(), "exit {status:?}: {log}");
+    assert!(took < Duration::from_secs(5), "stopping took {took:?}");
+    assert_eq!(
+        receiver.backend_totals(),
+        model.expected.totals(),
+        "every file's tail went out: {log}"
+    );
+}
+
 #[test]
 fn run_killed_with_9_then_restarted_delivers_exact_totals() {
     let fx = Fixture::new();
