@@ -1,8 +1,8 @@
 //! `basic_auth_users`: a request's user name and password checked against the bcrypt hashes,
 //! as the exporter-toolkit checks them. bcrypt is slow on purpose, so outcomes are cached (by a
 //! SHA-256 of user, hash and password, never the password itself; at most [`CACHED`], as the
-//! toolkit keeps), one verification runs at a time, an unknown user costs a bcrypt all the same,
-//! and names and outcomes are compared in constant time.
+//! toolkit keeps) and looked up before any wait, one verification runs at a time, an unknown
+//! user costs a bcrypt all the same, and names and outcomes are compared in constant time.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
@@ -42,20 +42,39 @@ fn decoy() -> &'static str {
     DECOY.get_or_init(|| bcrypt::hash("reasonix-exporter: no such user", 10).unwrap_or_default())
 }
 
+/// The hash `user`'s password is checked against (the decoy for an unknown user), and whether
+/// the user is known; names compared in constant time.
+fn hash_of<'a>(users: &'a [(String, String)], user: &str) -> (&'a str, bool) {
+    let mut hash = None;
+    for (name, hashed) in users {
+        if bool::from(name.as_bytes().ct_eq(user.as_bytes())) {
+            hash = Some(hashed.as_str());
+        }
+    }
+    match hash {
+        Some(hash) => (hash, true),
+        None => (decoy(), false),
+    }
+}
+
 impl Verified {
+    /// The outcome for `user` with `password` if a check of the same three is cached, without
+    /// waiting for bcrypt: credentials already checked are never held up behind a flood of
+    /// wrong ones (as the toolkit looks at its cache before its bcrypt lock).
+    pub fn cached(&self, users: &[(String, String)], user: &str, password: &str) -> Option<bool> {
+        let (hash, known) = hash_of(users, user);
+        let key = digest(user, hash, password);
+        let matched = self
+            .outcomes
+            .lock()
+            .map(|o| o.get(&key).copied())
+            .unwrap_or(None)?;
+        Some(bool::from((matched as u8 & known as u8).ct_eq(&1)))
+    }
+
     /// Whether `user` with `password` is one of `users` (blocking: run it off the runtime).
     pub fn check(&self, users: &[(String, String)], user: &str, password: &str) -> bool {
-        let mut hash = None;
-        for (name, hashed) in users {
-            if bool::from(name.as_bytes().ct_eq(user.as_bytes())) {
-                hash = Some(hashed.as_str());
-            }
-        }
-        let known = hash.is_some();
-        let hash: &str = match hash {
-            Some(hash) => hash,
-            None => decoy(),
-        };
+        let (hash, known) = hash_of(users, user);
         let key = digest(user, hash, password);
         let cached = self.outcomes.lock().map(|o| o.get(&key).copied()).unwrap_or(None);
         let matched = match cached {

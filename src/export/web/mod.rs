@@ -32,6 +32,8 @@ pub struct Web {
     path: PathBuf,
     built: Mutex<Option<Built>>,
     verified: auth::Verified,
+    /// The turn to run a bcrypt verification: one at a time, waited for by the request.
+    bcrypt_turn: Arc<tokio::sync::Semaphore>,
     /// The current bytes were refused and that has been said.
     refusal_said: std::sync::atomic::AtomicBool,
     /// Whether TLS was on when it was first read.
@@ -77,6 +79,7 @@ impl Web {
             path: path.to_path_buf(),
             built: Mutex::new(None),
             verified: auth::Verified::default(),
+            bcrypt_turn: Arc::new(tokio::sync::Semaphore::new(1)),
             refusal_said: std::sync::atomic::AtomicBool::new(false),
             tls_at_start: std::sync::OnceLock::new(),
         };
@@ -301,12 +304,26 @@ pub async fn guard(web: Arc<Web>, request: Request, next: Next) -> Response {
             .and_then(|h| auth::credentials(h.as_bytes()));
         match given {
             None => false,
-            Some((user, password)) => {
-                let (web, active) = (web.clone(), active.clone());
-                tokio::task::spawn_blocking(move || web.check(&active.config.users, &user, &password))
-                    .await
-                    .unwrap_or(false)
-            }
+            Some((user, password)) => match web.verified.cached(&active.config.users, &user, &password) {
+                Some(allowed) => allowed,
+                None => {
+                    // One bcrypt at a time, its turn waited for here: a client that goes away
+                    // leaves the queue with its request, so no blocking work piles up behind
+                    // the connections (at most one verification runs, even at a stop).
+                    match web.bcrypt_turn.clone().acquire_owned().await {
+                        Ok(turn) => {
+                            let (web, active) = (web.clone(), active.clone());
+                            tokio::task::spawn_blocking(move || {
+                                let _turn = turn;
+                                web.check(&active.config.users, &user, &password)
+                            })
+                            .await
+                            .unwrap_or(false)
+                        }
+                        Err(_) => false,
+                    }
+                }
+            },
         }
     };
     let mut response = if allowed {
