@@ -129,6 +129,74 @@ fn the_first_scrape_after_a_start_has_the_stores_totals() {
     );
 }
 
+/// A scraper that takes gzip (Prometheus does by default) gets the same exposition gzipped;
+/// one that does not, or refuses it with `q=0`, gets it plain.
+#[test]
+fn metrics_are_gzipped_for_a_scraper_that_takes_gzip() {
+    use std::io::{Read, Write};
+    let fx = Fixture::new();
+    let text = Generator::new(44).day_file(&days(1)[0], 200);
+    fx.append(&format!("{}.jsonl", days(1)[0]), text.as_bytes());
+    common::assert_success(&fx.run(&["once", "--otlp", "off"]));
+    let daemon = fx.spawn(&[
+        "--otlp",
+        "off",
+        "--prometheus",
+        "127.0.0.1:0",
+        "--poll-interval",
+        "1h",
+        "--watch",
+        "off",
+    ]);
+    let port = daemon.metrics_port();
+    assert!(wait_until(Duration::from_secs(20), || {
+        common::http_get(port, "/-/ready", None).is_some_and(|r| r.contains("Ready"))
+    }));
+    let get = |encoding: &str| -> (String, Vec<u8>) {
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        write!(
+            stream,
+            "GET /metrics HTTP/1.0\r\nHost: localhost\r\nAccept-Encoding: {encoding}\r\n\r\n"
+        )
+        .unwrap();
+        let mut response = Vec::new();
+        stream.read_to_end(&mut response).unwrap();
+        let at = response.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+        (
+            String::from_utf8_lossy(&response[..at]).to_ascii_lowercase(),
+            response[at + 4..].to_vec(),
+        )
+    };
+    let (head, plain) = get("identity");
+    assert!(!head.contains("content-encoding"), "{head}");
+    let (head, _) = get("gzip;q=0, identity");
+    assert!(!head.contains("content-encoding"), "{head}");
+    let (head, gzipped) = get("gzip");
+    assert!(
+        head.contains("content-encoding: gzip") && head.contains("vary: accept-encoding"),
+        "{head}"
+    );
+    let mut unzipped = Vec::new();
+    flate2::read::GzDecoder::new(gzipped.as_slice())
+        .read_to_end(&mut unzipped)
+        .unwrap();
+    // The ledger's counters (the process's own gauges move between two scrapes).
+    let counters = |body: &[u8]| -> Vec<String> {
+        String::from_utf8_lossy(body)
+            .lines()
+            .filter(|l| l.starts_with("reasonix_") && !l.starts_with("reasonix_exporter_"))
+            .map(str::to_string)
+            .collect()
+    };
+    let (plain, unzipped) = (counters(&plain), counters(&unzipped));
+    assert!(plain.len() > 100, "{} counter lines", plain.len());
+    assert!(
+        plain == unzipped,
+        "the gzipped exposition differs from the plain one"
+    );
+    drop(daemon);
+}
+
 /// The `_created` (Unix ms) `/metrics` serves for the series of `model`'s tokens, once it serves
 /// them at all.
 fn created_of(port: u16, model: &str) -> Option<u64> {

@@ -15,3 +15,12 @@ pub mod sink;
 pub mod tls;
 pub mod transport;
 pub mod web;
+
+/// `bytes` gzipped, fast (an OTLP request's body, a scrape's answer).
+pub(crate) fn gzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    // Writing to a Vec cannot fail.
+    let _ = encoder.write_all(bytes);
+    encoder.finish().unwrap_or_default()
+}

@@ -48,10 +48,41 @@ pub async fn metrics(
         .collect();
     let openmetrics = wants_openmetrics(&accept.join(","));
     let body = encode(&view, openmetrics);
-    (
-        [(header::CONTENT_TYPE, if openmetrics { OPENMETRICS } else { TEXT })],
-        body,
-    )
+    let encodings: Vec<&str> = headers
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    let content_type = (header::CONTENT_TYPE, if openmetrics { OPENMETRICS } else { TEXT });
+    // Prometheus asks for gzip by default, as client_golang's handler serves it: a fraction
+    // of the bytes, for a scrape of every series.
+    let vary = (header::VARY, "Accept-Encoding");
+    if wants_gzip(&encodings.join(",")) {
+        let gzipped = super::gzip(body.as_bytes());
+        ([content_type, vary, (header::CONTENT_ENCODING, "gzip")], gzipped).into_response()
+    } else {
+        ([content_type, vary], body).into_response()
+    }
+}
+
+/// Whether an `Accept-Encoding` header takes gzip: `gzip` (or `x-gzip`, or `*` when gzip is not
+/// named) with a quality above zero.
+fn wants_gzip(accept_encoding: &str) -> bool {
+    let (mut gzip, mut any) = (None, None);
+    for coding in accept_encoding.split(',') {
+        let mut parts = coding.split(';');
+        let name = parts.next().unwrap_or_default().trim().to_ascii_lowercase();
+        let q = parts
+            .filter_map(|p| p.trim().split_once('='))
+            .find(|(name, _)| name.trim().eq_ignore_ascii_case("q"))
+            .map_or(1.0, |(_, q)| q.trim().parse::<f64>().unwrap_or(0.0));
+        match name.as_str() {
+            "gzip" | "x-gzip" => gzip = Some(q),
+            "*" => any = Some(q),
+            _ => {}
+        }
+    }
+    gzip.or(any).is_some_and(|q| q > 0.0)
 }
 
 /// Whether an `Accept` header asks for OpenMetrics: its quality (`q`, 1 when not given) is above
@@ -197,6 +228,22 @@ pub fn labels(pairs: &[(&str, &str)]) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn gzip_when_the_scraper_takes_it() {
+        for taken in [
+            "gzip",
+            "deflate, gzip;q=1.0, *;q=0.5",
+            "x-gzip",
+            "*",
+            "GZIP;Q=0.3",
+        ] {
+            assert!(wants_gzip(taken), "{taken}");
+        }
+        for refused in ["", "identity", "gzip;q=0", "*;q=0", "gzip;q=0, *", "br"] {
+            assert!(!wants_gzip(refused), "{refused}");
+        }
+    }
+
     use super::*;
     use crate::series::{AttrSet, Family, Totals};
 

@@ -63,7 +63,7 @@ impl Http {
     /// Sends one encoded `ExportMetricsServiceRequest`.
     pub async fn send(self, request: &[u8]) -> Result<Accepted, SendError> {
         let body = if self.gzip {
-            gzip_bytes(request)
+            crate::export::gzip(request)
         } else {
             request.to_vec()
         };
@@ -214,14 +214,6 @@ fn with_tls(
         builder = builder.identity(identity);
     }
     Ok(builder)
-}
-
-fn gzip_bytes(bytes: &[u8]) -> Vec<u8> {
-    use std::io::Write;
-    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    // Writing to a Vec cannot fail.
-    let _ = encoder.write_all(bytes);
-    encoder.finish().unwrap_or_default()
 }
 
 #[cfg(test)]

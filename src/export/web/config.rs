@@ -196,9 +196,18 @@ pub(super) fn texts(value: &Yaml, field: &str) -> Result<Vec<String>, Invalid> {
     }
 }
 
+/// A boolean as the toolkit's YAML 1.1 reads one (go-yaml v2's `resolve.go`): `yes`, `on`,
+/// `y` and their `no` counterparts in their three letter cases, besides `true` and `false`; an
+/// empty value or `null` is false (the field's zero value).
 pub(super) fn boolean(value: &Yaml, field: &str) -> Result<bool, Invalid> {
     match value {
         Yaml::Boolean(b) => Ok(*b),
+        Yaml::Null => Ok(false),
+        Yaml::String(s) => match s.as_str() {
+            "y" | "Y" | "yes" | "Yes" | "YES" | "true" | "True" | "TRUE" | "on" | "On" | "ON" => Ok(true),
+            "n" | "N" | "no" | "No" | "NO" | "false" | "False" | "FALSE" | "off" | "Off" | "OFF" => Ok(false),
+            _ => Err(invalid(field, "must be true or false")),
+        },
         _ => Err(invalid(field, "must be true or false")),
     }
 }
@@ -308,6 +317,24 @@ mod tests {
     fn an_empty_file_is_plain_http() {
         assert_eq!(read(""), Ok(WebConfig::plain()));
         assert_eq!(read("{}\n"), Ok(WebConfig::plain()));
+    }
+
+    /// The toolkit's YAML 1.1 booleans (`off`, `yes`, an empty value) are taken as it takes
+    /// them; anything else is still refused, naming the field.
+    #[test]
+    fn yaml_one_one_booleans_are_booleans() {
+        for text in [
+            "http_server_config:\n  http2: off\n",
+            "http_server_config:\n  http2: Yes\n",
+            "http_server_config:\n  http2:\n",
+            "http_server_config:\n  http2: ~\n",
+        ] {
+            assert_eq!(read(text), Ok(WebConfig::plain()), "{text}");
+        }
+        let err = read("http_server_config:\n  http2: maybe\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("http2") && err.contains("true or false"), "{err}");
     }
 
     #[test]
