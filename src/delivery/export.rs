@@ -142,6 +142,13 @@ impl Delivery {
             self.pending = Some(pending);
             return Err(e);
         }
+        // The stream record's marks, raised to what the collector has: they outlive the store,
+        // so that a store rebuilt from the ledger sends none of it again.
+        let mut stream = self.stream.clone();
+        stream.marks.raise_to(&pending.delivered_after);
+        if stream.marks != self.stream.marks {
+            self.write_stream(stream)?;
+        }
         self.delivered.overwrite_with(pending.delivered_after);
         Ok(())
     }

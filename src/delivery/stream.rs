@@ -28,7 +28,7 @@ impl Delivery {
         self.write_stream(stream)
     }
 
-    fn write_stream(&mut self, stream: StreamRecord) -> Result<(), StoreError> {
+    pub(super) fn write_stream(&mut self, stream: StreamRecord) -> Result<(), StoreError> {
         stream::write(&self.stream_path, &stream)?;
         self.table.start_writeback();
         self.stream = stream;

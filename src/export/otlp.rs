@@ -213,7 +213,14 @@ impl OtlpExporter {
         let (values, start_ns) = match self.temporality {
             Temporality::Cumulative => (lifetime.clone(), stream.start_ns),
             Temporality::Delta => (
-                lifetime.minus(delivered),
+                // What the collector has: the store's record of it, and the stream record's
+                // marks, which outlive the store (a store rebuilt by `--reset-state` or a
+                // deleted folder has no record, and sends nothing twice).
+                lifetime.minus(&{
+                    let mut has = delivered.clone();
+                    has.raise_to(&stream.marks);
+                    has
+                }),
                 // Right after the last export (or the stream's start): delta intervals follow
                 // one another without overlap.
                 stream.last_time_ns.max(stream.start_ns),

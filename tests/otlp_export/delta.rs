@@ -198,3 +198,42 @@ fn delta_whose_connect_never_completes_sends_the_same_lines_later() {
     assert_success(&out);
     assert_eq!(receiver.backend_totals(), model.expected.totals());
 }
+
+/// Delta across a store rebuilt from the ledger (`--reset-state`, the store's folder deleted):
+/// what the collector has is kept in the stream record, which outlives the store, so nothing it
+/// has is sent again (contract §4: delta may under-count, never over-count).
+#[test]
+fn delta_after_a_rebuild_sends_nothing_twice() {
+    let receiver = Receiver::http();
+    let fx = Fixture::new();
+    let mut model = Model::default();
+    realistic_ledger(&fx, &mut model, 6);
+    let run = |extra: &[&str]| {
+        let mut args = vec!["once", "--otlp-endpoint", &receiver.endpoint];
+        args.extend_from_slice(extra);
+        fx.command(&args)
+            .env("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", "delta")
+            .output()
+            .unwrap()
+    };
+    assert_success(&run(&[]));
+    assert_eq!(receiver.backend_totals(), model.expected.totals());
+    assert_success(&run(&["--reset-state"]));
+    assert_eq!(
+        receiver.backend_totals(),
+        model.expected.totals(),
+        "--reset-state sent again"
+    );
+    let more = Generator::new(8).day_file("2026-08-05", 40);
+    fx.append("2026-08-05.jsonl", more.as_bytes());
+    model.feed(more.as_bytes());
+    assert_success(&run(&[]));
+    assert_eq!(receiver.backend_totals(), model.expected.totals());
+    std::fs::remove_dir_all(fx.state.join("store")).unwrap();
+    assert_success(&run(&[]));
+    assert_eq!(
+        receiver.backend_totals(),
+        model.expected.totals(),
+        "a deleted store sent again"
+    );
+}
