@@ -376,3 +376,63 @@ fn a_store_rebuilt_from_the_ledger_serves_nothing_below_what_was_served() {
         daemon.terminate();
     }
 }
+
+/// The same after a `kill -9`: what `/metrics` served in the minute before it (lines counted
+/// since its last durable note) is never served lower by the store rebuilt after it.
+#[test]
+fn a_store_rebuilt_after_a_kill_serves_nothing_below_what_was_served_before_it() {
+    let fx = Fixture::new();
+    let mut model = Model::default();
+    let mut generator = Generator::new(45);
+    let all_days = days(3000);
+    for day in &all_days {
+        let text = generator.day_file(day, 8);
+        fx.append(&format!("{day}.jsonl"), text.as_bytes());
+        model.feed(text.as_bytes());
+    }
+    let (daemon, port) = fx.spawn_serving(&["--poll-interval", "100ms"]);
+    assert!(wait_until(Duration::from_secs(60), || scrape_totals(port)
+        == Some(model.expected.totals())));
+    // Lines counted after the publication noted at the catch-up: served, then the process killed.
+    let last = all_days.last().unwrap();
+    let more = generator.day_file(last, 50);
+    fx.append(&format!("{last}.jsonl"), more.as_bytes());
+    model.feed(more.as_bytes());
+    assert!(wait_until(Duration::from_secs(20), || scrape_totals(port)
+        == Some(model.expected.totals())));
+    let served = scrape_totals(port).unwrap();
+    daemon.kill9();
+
+    let daemon = fx.spawn(&["--otlp", "off", "--prometheus", "127.0.0.1:0", "--reset-state"]);
+    let port = daemon.metrics_port();
+    let mut during = 0;
+    assert!(
+        wait_until(Duration::from_secs(60), || {
+            let Some(body) = common::http_get(port, "/metrics", None) else {
+                return false;
+            };
+            let Some(now) = scrape_totals(port) else {
+                return false;
+            };
+            for (series, values) in &served {
+                let value = now.get(series).copied().unwrap_or_default();
+                assert!(
+                    value.iter().zip(values).all(|(a, b)| a >= b),
+                    "after a kill and a rebuild, {series:?} served {value:?}, below {values:?}"
+                );
+            }
+            let polled = value_of(&body, "reasonix_exporter_last_poll_end_timestamp_seconds");
+            if polled == Some(0.0) {
+                during += 1;
+            }
+            polled > Some(0.0) && now == model.expected.totals()
+        }),
+        "the rebuild never served the totals: {}",
+        daemon.log_text()
+    );
+    assert!(
+        during > 0,
+        "no scrape came during the rebuild: make the ledger longer"
+    );
+    daemon.terminate();
+}

@@ -51,6 +51,8 @@ pub struct Delivery {
     stream: StreamRecord,
     stream_path: PathBuf,
     history_path: PathBuf,
+    /// When a publication was last noted durably (the notes between survive a `kill -9` only).
+    durable_note_ns: u64,
 }
 
 impl Delivery {
@@ -84,7 +86,9 @@ impl Delivery {
             stream: stream.unwrap_or_else(|| StreamRecord::starting(store.created_ns())),
             stream_path,
             history_path: history::path_in(&state_dir),
+            durable_note_ns: 0,
         };
+        delivery.durable_note_ns = delivery.stream.published_ns;
         delivery.catch_up_with_record()?;
         store.take_published(delivery.published());
         Ok(delivery)

@@ -85,9 +85,11 @@ impl Delivery {
     }
 
     /// Notes that `/metrics` served, at `now_ns`, the series the stream record lists, with the
-    /// values `served` and the line counts `counts`: written when `force`d (a clean stop) or
-    /// when the last note is a minute old or more. A note lost to a crash leaves an older one:
-    /// births dated earlier, never later, and values served no lower than it says.
+    /// values `served` and the line counts `counts`: durably when `force`d (a clean stop) or
+    /// when the last durable note is a minute old or more; in between, whenever it serves more
+    /// than the record says, so that a `kill -9` loses none of it. A note lost to a power cut
+    /// leaves an older one: births dated earlier, never later, and values served no lower than
+    /// it says.
     pub(super) fn note_publication(
         &mut self,
         now_ns: u64,
@@ -95,15 +97,26 @@ impl Delivery {
         served: &Sums,
         counts: &IngestCounts,
     ) -> Result<(), StoreError> {
-        let due = self.stream.published_ns.saturating_add(60_000_000_000);
-        if now_ns == 0 || (!force && now_ns < due) || now_ns <= self.stream.published_ns {
-            return Ok(());
-        }
+        let due = self.durable_note_ns.saturating_add(60_000_000_000);
+        let durable = force || now_ns >= due;
         let mut stream = self.stream.clone();
-        stream.published_ns = now_ns;
         stream.served.raise_to(served);
         stream.served_counts = stream.served_counts.raised_to(counts);
-        self.write_stream(stream)
+        // Values above the last note are noted as they are served, where a `kill -9` cannot
+        // lose them (a store rebuilt after it serves no less); durably once a minute.
+        let higher = stream.served != self.stream.served || stream.served_counts != self.stream.served_counts;
+        if now_ns == 0 || (!durable && !higher) || now_ns <= self.stream.published_ns {
+            return Ok(());
+        }
+        stream.published_ns = now_ns;
+        if durable {
+            self.write_stream(stream)?;
+            self.durable_note_ns = now_ns;
+            return Ok(());
+        }
+        stream::write_until_the_next_note(&self.stream_path, &stream)?;
+        self.stream = stream;
+        Ok(())
     }
 
     /// Durably notes the series of `store`'s lifetime totals never published before: history on

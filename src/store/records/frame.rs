@@ -59,8 +59,16 @@ pub(in crate::store) fn read<R: Record>(
 
 /// Replaces the record at `path` so that it survives a power cut.
 pub(in crate::store) fn write(path: &Path, record: &impl Record) -> Result<(), StoreError> {
-    crate::own_files::replace(path, &record.encode(), crate::own_files::Durability::PowerCut)
-        .map_err(|error| StoreError::io(path, error))
+    write_with(path, record, crate::own_files::Durability::PowerCut)
+}
+
+/// Replaces the record at `path`, surviving what `durability` names.
+pub(in crate::store) fn write_with(
+    path: &Path,
+    record: &impl Record,
+    durability: crate::own_files::Durability,
+) -> Result<(), StoreError> {
+    crate::own_files::replace(path, &record.encode(), durability).map_err(|error| StoreError::io(path, error))
 }
 
 /// Asserts that `reads` refuses every copy of `bytes` with one byte damaged, and every cut of it:

@@ -281,6 +281,12 @@ pub fn write(path: &Path, record: &StreamRecord) -> Result<(), StoreError> {
     frame::write(path, record)
 }
 
+/// Replaces the stream record at `path` so that it survives a crash of the process (`kill -9`),
+/// not a power cut: for a note that a later one makes durable.
+pub fn write_until_the_next_note(path: &Path, record: &StreamRecord) -> Result<(), StoreError> {
+    frame::write_with(path, record, crate::own_files::Durability::ProcessCrash)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
