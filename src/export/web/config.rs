@@ -319,6 +319,26 @@ mod tests {
         assert_eq!(read("{}\n"), Ok(WebConfig::plain()));
     }
 
+    /// Allowed SANs with a policy that lets a client go without a certificate: the toolkit
+    /// drops such a client (its SAN check has no certificate), so one is required.
+    #[test]
+    fn allowed_sans_require_the_certificate_they_check() {
+        for (policy, becomes) in [
+            ("VerifyClientCertIfGiven", ClientAuth::RequireAndVerifyClientCert),
+            ("RequestClientCert", ClientAuth::RequireAnyClientCert),
+            (
+                "RequireAndVerifyClientCert",
+                ClientAuth::RequireAndVerifyClientCert,
+            ),
+        ] {
+            let text = format!(
+                "tls_server_config:\n  cert_file: c\n  key_file: k\n  client_auth_type: {policy}\n  client_ca_file: ca.pem\n  client_allowed_sans: [prometheus.example]\n"
+            );
+            let tls = read(&text).unwrap().tls.unwrap();
+            assert_eq!(tls.client_auth, becomes, "{policy}");
+        }
+    }
+
     /// The toolkit's YAML 1.1 booleans (`off`, `yes`, an empty value) are taken as it takes
     /// them; anything else is still refused, naming the field.
     #[test]

@@ -235,16 +235,20 @@ fn client_policy(
         .filter(|v| !v.is_null())
         .map(|v| texts(v, &field("client_allowed_sans")))
         .transpose()?;
-    let holds_a_certificate = matches!(
-        client_auth,
-        ClientAuth::RequireAnyClientCert | ClientAuth::RequireAndVerifyClientCert
-    );
-    if allowed_sans.is_some() && !holds_a_certificate {
-        return Err(invalid(
-            &field("client_allowed_sans"),
-            "needs client_auth_type RequireAnyClientCert or RequireAndVerifyClientCert: a client without a certificate would pass it",
-        ));
-    }
+    // The toolkit checks the SANs of the first certificate a client sent, and a client that
+    // sent none is dropped (its check has no certificate to look at): with allowed SANs, a
+    // policy that lets a client go without one requires one, as the toolkit ends up doing.
+    let client_auth = match (client_auth, &allowed_sans) {
+        (ClientAuth::NoClientCert, Some(_)) => {
+            return Err(invalid(
+                &field("client_allowed_sans"),
+                "needs a client_auth_type that asks for a certificate (RequireAndVerifyClientCert): with NoClientCert every client is refused",
+            ));
+        }
+        (ClientAuth::VerifyClientCertIfGiven, Some(_)) => ClientAuth::RequireAndVerifyClientCert,
+        (ClientAuth::RequestClientCert, Some(_)) => ClientAuth::RequireAnyClientCert,
+        (policy, _) => policy,
+    };
     Ok((client_auth, allowed_sans))
 }
 
