@@ -151,9 +151,10 @@ fn delta_with_nothing_new_says_so_and_never_that_it_exported() {
     assert!(!said.contains("exported 0"), "{said}");
 }
 
-/// A listener whose accept queue is full: a connect to it never completes (Linux drops the SYN),
+/// A listener whose accept queue is full (Linux): a connect to it never completes (Linux drops the SYN),
 /// as with a collector host that is down or firewalled. The connections filling the queue are
 /// kept with it.
+#[cfg(target_os = "linux")]
 fn never_connecting() -> (std::net::TcpListener, Vec<std::net::TcpStream>, String) {
     use std::os::fd::AsRawFd;
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -174,6 +175,7 @@ fn never_connecting() -> (std::net::TcpListener, Vec<std::net::TcpStream>, Strin
 /// Delta: an export that never got past the connect sent nothing, so it is not counted as
 /// delivered: the same increments go out once the collector is reachable (contract §4,
 /// "collector down for hours: nothing lost").
+#[cfg(target_os = "linux")]
 #[test]
 fn delta_whose_connect_never_completes_sends_the_same_lines_later() {
     let receiver = Receiver::http();
