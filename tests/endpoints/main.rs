@@ -5,6 +5,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod auth_flood;
 mod gen_ai;
 mod page;
 mod port;
