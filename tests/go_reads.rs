@@ -144,7 +144,7 @@ fn generated_lines(n: usize) -> Vec<Vec<u8>> {
             "rate_date",
         ])
         .collect();
-    const VALUES: [&str; 31] = [
+    const VALUES: [&str; 32] = [
         "5",
         "0",
         "-0",
@@ -176,6 +176,7 @@ fn generated_lines(n: usize) -> Vec<Vec<u8>> {
         "{\"SRC\":\"x\"}",
         "{\"x\":1e400,\"src\":1.0}",
         "{\"in\":9223372036854775808}",
+        "{\"wire_diff\":1,\"view_fp\":\"x\"}",
     ];
     let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut next = move |n: usize| {

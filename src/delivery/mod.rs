@@ -28,6 +28,7 @@ mod tests;
 
 use std::path::PathBuf;
 
+use crate::series::cost::{CostSeries, SeriesKey, UnpricedSeries};
 use crate::series::{AttrSet, Family, Sums};
 use crate::store::stream::{self as stream_record, StreamRecord};
 use crate::store::{DeliveredTable, PendingExport, Store, StoreError, export_record, history};
@@ -53,6 +54,8 @@ pub struct Delivery {
     history_path: PathBuf,
     /// When a publication was last noted durably (the notes between survive a `kill -9` only).
     durable_note_ns: u64,
+    /// Where those notes go (`store::stream::served_path_in`).
+    served_path: PathBuf,
 }
 
 impl Delivery {
@@ -64,7 +67,7 @@ impl Delivery {
         let stream_path = stream_record::path_in(&state_dir);
         // The stream outlives the store: a rebuilt store continues it. Only a damaged record is
         // replaced, and only when asked to.
-        let stream = match stream_record::read(&stream_path) {
+        let mut stream = match stream_record::read(&stream_path) {
             Err(StoreError::Corrupt { .. }) if reset => {
                 crate::own_files::remove_if_present(&stream_path)
                     .map_err(|e| StoreError::io(&stream_path, e))?;
@@ -72,6 +75,16 @@ impl Delivery {
             }
             other => other?,
         };
+        // What `/metrics` served after the last durable note, if its copy of the same stream
+        // is whole (a torn one, from a power cut, is the older note's loss, not an error).
+        let served_path = stream_record::served_path_in(&state_dir);
+        if let (Some(stream), Ok(Some(noted))) = (stream.as_mut(), stream_record::read(&served_path))
+            && noted.start_ns == stream.start_ns
+        {
+            stream.served.raise_to(&noted.served);
+            stream.served_counts = stream.served_counts.raised_to(&noted.served_counts);
+            stream.published_ns = stream.published_ns.max(noted.published_ns);
+        }
         let table = store.delivered_table();
         let loaded = table.load()?;
         let mut delivery = Delivery {
@@ -87,6 +100,7 @@ impl Delivery {
             stream_path,
             history_path: history::path_in(&state_dir),
             durable_note_ns: 0,
+            served_path,
         };
         delivery.durable_note_ns = delivery.stream.published_ns;
         delivery.catch_up_with_record()?;
@@ -124,16 +138,16 @@ impl Delivery {
         identity
     }
 
-    /// Every token attribute set the stream has sent or served.
+    /// Every attribute set the stream has sent or served, whichever family it was sent in (a
+    /// set only the cost families hold is one of the 1,000 too).
     fn published(&self) -> Vec<AttrSet> {
-        let born = self
-            .stream
-            .births
-            .keys()
-            .filter(|(family, _)| *family == Family::Tokens);
-        born.filter_map(|(_, key)| AttrSet::decode(key))
-            .chain(self.stream.marks.tokens.keys().cloned())
-            .chain(self.stream.served.tokens.keys().cloned())
+        let born = self.stream.births.keys().filter_map(|(family, key)| match family {
+            Family::Tokens => AttrSet::decode(key),
+            Family::Cost => CostSeries::decode(key).map(|series| series.attrs),
+            Family::Unpriced => UnpricedSeries::decode(key).map(|series| series.attrs),
+        });
+        born.chain(self.stream.marks.attr_sets().into_iter().cloned())
+            .chain(self.stream.served.attr_sets().into_iter().cloned())
             .collect()
     }
 }

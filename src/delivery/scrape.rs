@@ -95,7 +95,7 @@ impl Delivery {
         // a series found later is dated after (here, and by the next run).
         if caught_up && scrapes.births_noted.0 == series {
             scrapes.published_ns = Some(now_ns);
-            if let Err(e) = self.note_publication(now_ns, false, &lifetime, &counts) {
+            if let Err(e) = self.note_publication(now_ns, (false, served), &lifetime, &counts) {
                 success = false;
                 events::store::state_write_failed("stream", "note the publication", &e, Tried::Repeatedly);
             }
@@ -121,7 +121,7 @@ impl Delivery {
         if scrapes.published_ns.is_none() || store.lifetime().len() != scrapes.births_noted.0 {
             return;
         }
-        if let Err(e) = self.note_publication(now_ns, true, lifetime, counts) {
+        if let Err(e) = self.note_publication(now_ns, (true, false), lifetime, counts) {
             events::store::state_write_failed("stream", "note the last publication", &e, Tried::Repeatedly);
         }
     }

@@ -86,35 +86,38 @@ impl Delivery {
 
     /// Notes that `/metrics` served, at `now_ns`, the series the stream record lists, with the
     /// values `served` and the line counts `counts`: durably when `force`d (a clean stop) or
-    /// when the last durable note is a minute old or more; in between, whenever it serves more
-    /// than the record says, so that a `kill -9` loses none of it. A note lost to a power cut
-    /// leaves an older one: births dated earlier, never later, and values served no lower than
-    /// it says.
+    /// when the last durable note is a minute old or more; in between, when `quick` (`/metrics`
+    /// is served) and it serves more than noted, in the copy beside the record, which a
+    /// `kill -9` cannot lose (read back at the next open). A note lost to a power cut leaves an
+    /// older one: births dated earlier, never later, and values served no lower than it says.
     pub(super) fn note_publication(
         &mut self,
         now_ns: u64,
-        force: bool,
+        (force, quick): (bool, bool),
         served: &Sums,
         counts: &IngestCounts,
     ) -> Result<(), StoreError> {
-        let due = self.durable_note_ns.saturating_add(60_000_000_000);
-        let durable = force || now_ns >= due;
-        let mut stream = self.stream.clone();
-        stream.served.raise_to(served);
-        stream.served_counts = stream.served_counts.raised_to(counts);
-        // Values above the last note are noted as they are served, where a `kill -9` cannot
-        // lose them (a store rebuilt after it serves no less); durably once a minute.
-        let higher = stream.served != self.stream.served || stream.served_counts != self.stream.served_counts;
-        if now_ns == 0 || (!durable && !higher) || now_ns <= self.stream.published_ns {
+        let durable = force || now_ns >= self.durable_note_ns.saturating_add(60_000_000_000);
+        if now_ns == 0 || now_ns <= self.stream.published_ns || !(durable || quick) {
             return Ok(());
         }
+        let mut raised = self.stream.served.clone();
+        raised.raise_to(served);
+        let raised_counts = self.stream.served_counts.raised_to(counts);
+        let higher = raised != self.stream.served || raised_counts != self.stream.served_counts;
+        if !durable && !higher {
+            return Ok(());
+        }
+        let mut stream = self.stream.clone();
         stream.published_ns = now_ns;
+        stream.served = raised;
+        stream.served_counts = raised_counts;
         if durable {
             self.write_stream(stream)?;
             self.durable_note_ns = now_ns;
             return Ok(());
         }
-        stream::write_until_the_next_note(&self.stream_path, &stream)?;
+        stream::write_until_the_next_note(&self.served_path, &stream)?;
         self.stream = stream;
         Ok(())
     }

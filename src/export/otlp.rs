@@ -210,17 +210,20 @@ impl OtlpExporter {
             stream,
             delivered,
         } = outlook;
+        // What the collector has, for delta: the store's record of it, and where the record
+        // has nothing (a series' quantity), the stream record's mark, which outlives the store
+        // (a store rebuilt by `--reset-state` or a deleted folder sends nothing twice). What
+        // the record has stands: a cumulative export that failed before a switch to delta
+        // raised the mark, not what the collector has.
+        let has = {
+            let mut has = delivered.clone();
+            has.raise_to(&stream.marks.unsent(delivered));
+            has
+        };
         let (values, start_ns) = match self.temporality {
             Temporality::Cumulative => (lifetime.clone(), stream.start_ns),
             Temporality::Delta => (
-                // What the collector has: the store's record of it, and the stream record's
-                // marks, which outlive the store (a store rebuilt by `--reset-state` or a
-                // deleted folder has no record, and sends nothing twice).
-                lifetime.minus(&{
-                    let mut has = delivered.clone();
-                    has.raise_to(&stream.marks);
-                    has
-                }),
+                lifetime.minus(&has),
                 // Right after the last export (or the stream's start): delta intervals follow
                 // one another without overlap.
                 stream.last_time_ns.max(stream.start_ns),
@@ -253,8 +256,13 @@ impl OtlpExporter {
         };
         let (parts, built) = payload::parts(&self.resource, &contents, self.max_request_bytes)?;
         let marked = payload::marked(&contents);
+        // A rebuilt store still catching up has less than the collector: what it has stays.
         let delivers = (self.temporality == Temporality::Delta && !born).then(|| PendingExport {
-            delivered_after: lifetime.clone(),
+            delivered_after: {
+                let mut after = lifetime.clone();
+                after.raise_to(&has);
+                after
+            },
         });
         let requests = parts.len();
         Some(Sending {

@@ -66,7 +66,7 @@ const CHECKED_KEYS: [(&str, GoType); 19] = [
 ];
 
 /// The fields of Reasonix's `CompactionRecord`, with their Go types.
-const COMPACTION_KEYS: [(&str, GoType); 31] = [
+const COMPACTION_KEYS: [(&str, GoType); 32] = [
     ("trigger", GoType::Text),
     ("mode", GoType::Text),
     ("cache", GoType::Text),
@@ -98,6 +98,7 @@ const COMPACTION_KEYS: [(&str, GoType); 31] = [
     ("pref_hash", GoType::Text),
     ("pref_len", GoType::Int),
     ("wire_len", GoType::Int),
+    ("wire_diff", GoType::Text),
 ];
 
 /// The Go type of the field of Reasonix's `CompactionRecord` that `key` fills, matched as Go
@@ -241,27 +242,13 @@ fn count_key(key: &str) -> Key {
     checked_key(key)
 }
 
-/// The checked field named exactly `key`.
+/// The checked field named exactly `key`: by its length first, as [`exact_key`] does.
 #[inline(always)]
 fn checked_key(key: &str) -> Key {
-    match (key.len(), key) {
-        (8, "rated_at") => Key::Checked(GoType::Text),
-        (9, "rate_date" | "rate_band") => Key::Checked(GoType::Text),
-        (11, "prefix_hash") => Key::Checked(GoType::Text),
-        (12, "usage_source") => Key::Checked(GoType::Text),
-        (13, "valuation_cny" | "valuation_usd") => Key::Checked(GoType::Text),
-        (13, "selected_cost") => Key::Checked(GoType::Float),
-        (14, "prefix_changed" | "cost_estimated") => Key::Checked(GoType::Bool),
-        (14, "prefix_reasons") => Key::Checked(GoType::Texts),
-        (14, "display_status" | "aggregate_mode") => Key::Checked(GoType::Text),
-        (15, "selected_amount") => Key::Checked(GoType::Text),
-        (15, "original_totals") => Key::Checked(GoType::Texts),
-        (15, "legacy_estimate") => Key::Checked(GoType::Bool),
-        (16, "display_complete") => Key::Checked(GoType::Bool),
-        (17, "selected_currency") => Key::Checked(GoType::Text),
-        (19, "pricing_fingerprint") => Key::Checked(GoType::Text),
-        _ => Key::Other,
-    }
+    CHECKED_KEYS
+        .iter()
+        .find(|(name, _)| name.len() == key.len() && *name == key)
+        .map_or(Key::Other, |&(_, ty)| Key::Checked(ty))
 }
 
 #[cfg(test)]

@@ -121,13 +121,15 @@ fn answer_unreadable(status: &tonic::Status) -> bool {
             message.starts_with("failed to decode Protobuf message")
                 || message.starts_with("Unexpected EOF decoding stream")
                 || message.starts_with("protocol error: received message with compressed-flag")
-                || message.starts_with("protocol error: received message with invalid compression flag")
-                || message.starts_with("Error decompressing")
+                // Said of the response only: a tonic collector says the same of our request
+                // ("while sending request"), which is its refusal.
+                || (message.starts_with("protocol error: received message with invalid compression flag")
+                    && message.contains("while receiving response"))
+                || (message.starts_with("Error decompressing") && message.contains("while receiving response"))
                 // A 200 with `grpc-status: 0` and no message.
                 || message.starts_with("Missing response message")
         }
         tonic::Code::OutOfRange => message.starts_with("Error, decoded message length too large"),
-        tonic::Code::ResourceExhausted => message.starts_with("Error decompressing"),
         _ => false,
     }
 }
@@ -166,6 +168,11 @@ mod tests {
         }
         for refusal in [
             tonic::Status::internal("the collector's own trouble"),
+            tonic::Status::internal(
+                "protocol error: received message with invalid compression flag: 7 (valid flags are 0 and 1), while sending request",
+            ),
+            tonic::Status::internal("Error decompressing: corrupt deflate stream, while sending request"),
+            tonic::Status::resource_exhausted("Error decompressing: size limit, of 4 bytes, exceeded while decompressing message"),
             tonic::Status::unavailable("Missing response message."),
             tonic::Status::resource_exhausted("queue is full"),
         ] {

@@ -51,7 +51,8 @@ pub struct StreamRecord {
     pub start_ns: u64,
     /// The newest point time sent (Unix ns); 0 before the first export.
     pub last_time_ns: u64,
-    /// The highest value sent, per ledger series and quantity.
+    /// The highest value sent, per ledger series and quantity (with delta, raised to what the
+    /// collector has once it has it).
     pub marks: Sums,
     /// The highest value sent of each of the exporter's own counters, by point name.
     pub own: BTreeMap<String, u64>,
@@ -268,6 +269,13 @@ pub fn path_in(state_dir: &Path) -> PathBuf {
     state_dir.join(FILE)
 }
 
+/// Where the notes of what `/metrics` served between two durable notes go: a copy of the
+/// stream record, written where a `kill -9` cannot lose it, never in place of the record itself
+/// (a power cut can leave it torn: it is then ignored).
+pub fn served_path_in(state_dir: &Path) -> PathBuf {
+    state_dir.join(format!("{FILE}.served"))
+}
+
 /// Reads the record at `path`: `None` when there is none.
 pub fn read(path: &Path) -> Result<Option<StreamRecord>, StoreError> {
     frame::read(path, || StoreError::Corrupt {
@@ -281,8 +289,8 @@ pub fn write(path: &Path, record: &StreamRecord) -> Result<(), StoreError> {
     frame::write(path, record)
 }
 
-/// Replaces the stream record at `path` so that it survives a crash of the process (`kill -9`),
-/// not a power cut: for a note that a later one makes durable.
+/// Replaces the copy at `path` ([`served_path_in`]) so that it survives a crash of the process
+/// (`kill -9`), not a power cut: for a note that a later durable one takes over.
 pub fn write_until_the_next_note(path: &Path, record: &StreamRecord) -> Result<(), StoreError> {
     frame::write_with(path, record, crate::own_files::Durability::ProcessCrash)
 }
