@@ -39,6 +39,13 @@ pub fn read_ledger(
 impl Daemon {
     /// Reads what is new; a missing or unreadable folder is reported once and waited for.
     pub(super) fn ingest(&mut self) -> anyhow::Result<()> {
+        let stopping = self.stopping.clone();
+        self.ingest_until(&stopping)
+    }
+
+    /// [`Daemon::ingest`], its poll cut short once `stop` is set (a stop signal, or the last
+    /// poll's own budget).
+    pub(super) fn ingest_until(&mut self, stop: &AtomicBool) -> anyhow::Result<()> {
         if !self.resume()? {
             return Ok(());
         }
@@ -54,7 +61,7 @@ impl Daemon {
         // Before the listing: an entry added while it runs makes the next poll a full one.
         let dir_mtime = std::fs::metadata(&stats_dir).and_then(|m| m.modified()).ok();
         let quick = self.stats_dir.quick_poll(dir_mtime, store.cost_pass().is_empty());
-        let (stop, full_check) = (&self.stopping, FullCheck::InBackground);
+        let full_check = FullCheck::InBackground;
         let poll = || match &quick {
             Some(recent) => ingest::poll_recent(store, &stats_dir, recent, stop),
             None => read_ledger(store, ingest::list(&stats_dir), stop, full_check),

@@ -270,19 +270,19 @@ impl Daemon {
     async fn shut_down(&mut self) -> anyhow::Result<()> {
         self.stats_dir.unwatch();
         // The signal set `stopping`, which cuts a poll short after the chunk it is in: the last
-        // poll reads every file that changed, within its own budget (a backfill of millions of
-        // lines is left where it stands, for the next start), or until a second signal.
-        self.stopping.store(false, Ordering::Relaxed);
-        let budget = {
-            let stopping = self.stopping.clone();
+        // poll reads every file that changed, within a budget of its own (a backfill of millions
+        // of lines is left where it stands, for the next start). `stopping` stays set, so that
+        // nothing else a poll may start (a verification, a reopen of the store) runs now.
+        let budget_spent = Arc::new(AtomicBool::new(false));
+        let timer = {
+            let budget_spent = budget_spent.clone();
             std::thread::spawn(move || {
                 std::thread::sleep(LAST_POLL_BUDGET);
-                stopping.store(true, Ordering::Relaxed);
+                budget_spent.store(true, Ordering::Relaxed);
             })
         };
-        let ingested = self.ingest();
-        self.stopping.store(true, Ordering::Relaxed);
-        drop(budget);
+        let ingested = self.ingest_until(&budget_spent);
+        drop(timer);
         ingested?;
         let deadline = tokio::time::Instant::now() + LAST_EXPORT_BUDGET;
         if let Some(in_flight) = self.exports.as_mut().and_then(|x| x.in_flight.take()) {
