@@ -4,10 +4,11 @@
 //! in the state dir makes the exporter write, truncate or read anything else. A read is of a
 //! regular file, bounded (a FIFO or `/dev/zero` in its place is an error, not a hang).
 
-use crate::inert_text::ShowPath;
 use std::fs::File;
 use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
+
+use crate::inert_text::ShowPath;
 
 /// What a replaced file survives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,11 +9,11 @@
 //! Where the kernel has no landlock (before 5.13, or disabled), the exporter runs as before and
 //! says so once.
 
-use crate::inert_text::ShowPath;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::events::sandbox::{self as events, Landlock};
+use crate::inert_text::ShowPath;
 
 static ENFORCED: AtomicBool = AtomicBool::new(false);
 

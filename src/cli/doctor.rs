@@ -2,7 +2,6 @@
 //! the Prometheus port; each problem with its fix. Exits non-zero when something is wrong.
 //! Header values are never shown, only how many headers are set.
 
-use crate::inert_text::ShowPath;
 use std::path::Path;
 
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
@@ -12,6 +11,7 @@ use serde::Deserialize;
 use crate::delivery::Delivery;
 use crate::export::health::ExportHealth;
 use crate::export::transport::{OtlpProtocol, SendError, Transport};
+use crate::inert_text::ShowPath;
 use crate::ledger::decode::{Decoded, decode};
 use crate::ledger::discover::ledger_files;
 use crate::settings::Settings;

@@ -1,8 +1,8 @@
 //! `status`: lifetime totals from the store, per attribute set, and ingestion counts. No network.
 
-use crate::inert_text::ShowPath;
 use anyhow::Context;
 
+use crate::inert_text::ShowPath;
 use crate::series::{Quantity, Totals};
 use crate::settings::Settings;
 use crate::status_file::{self, StatusJson, thousands};

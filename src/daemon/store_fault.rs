@@ -2,7 +2,6 @@
 //! dir deleted or made read-only), and resumed when it can be again; and `run`'s start waiting
 //! for a store it cannot open on a full disk or without descriptors.
 
-use crate::inert_text::ShowPath;
 use std::io::ErrorKind;
 use std::time::Duration;
 
@@ -16,6 +15,7 @@ use crate::delivery::Released;
 use crate::descriptors::out_of_descriptors;
 use crate::events;
 use crate::export::backoff::Backoff;
+use crate::inert_text::ShowPath;
 use crate::settings::Settings;
 use crate::store::StoreError;
 use tokio::sync::Notify;

@@ -141,11 +141,15 @@ impl Delivery {
     /// Every attribute set the stream has sent or served, whichever family it was sent in (a
     /// set only the cost families hold is one of the 1,000 too).
     fn published(&self) -> Vec<AttrSet> {
-        let born = self.stream.births.keys().filter_map(|(family, key)| match family {
-            Family::Tokens => AttrSet::decode(key),
-            Family::Cost => CostSeries::decode(key).map(|series| series.attrs),
-            Family::Unpriced => UnpricedSeries::decode(key).map(|series| series.attrs),
-        });
+        let born = self
+            .stream
+            .births
+            .keys()
+            .filter_map(|(family, key)| match family {
+                Family::Tokens => AttrSet::decode(key),
+                Family::Cost => CostSeries::decode(key).map(|series| series.attrs),
+                Family::Unpriced => UnpricedSeries::decode(key).map(|series| series.attrs),
+            });
         born.chain(self.stream.marks.attr_sets().into_iter().cloned())
             .chain(self.stream.served.attr_sets().into_iter().cloned())
             .collect()

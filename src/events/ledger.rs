@@ -1,11 +1,12 @@
 //! The stats folder and the ledger files in it: found, missing, unreadable, watched, and what
 //! each poll read.
 
-use crate::inert_text::ShowPath;
 use std::ffi::OsStr;
 use std::fmt::Display;
 use std::path::Path;
 use std::time::Duration;
+
+use crate::inert_text::ShowPath;
 
 /// The stats dir, found at the start (from `origin`), is watched.
 pub fn stats_dir_watching(dir: &Path, origin: &dyn Display) {

@@ -1,7 +1,8 @@
 //! The sandbox (landlock) at the start: entered, unavailable, off or not entered.
 
-use crate::inert_text::ShowPath;
 use std::path::Path;
+
+use crate::inert_text::ShowPath;
 
 /// How much of landlock an entered sandbox has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

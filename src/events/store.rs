@@ -1,11 +1,12 @@
 //! The store and the state dir: counting paused and resumed, upgrades, what recovery found, and
 //! the exporter's own files that could not be written.
 
-use crate::inert_text::ShowPath;
 use std::ffi::OsStr;
 use std::fmt::Display;
 use std::path::Path;
 use std::time::Duration;
+
+use crate::inert_text::ShowPath;
 
 /// Counting stops while the store cannot be written (`reason`: a full disk, no descriptors, the
 /// state dir gone or read-only); it is tried again in `retry`, then less often up to `max`.

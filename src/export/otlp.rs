@@ -210,15 +210,9 @@ impl OtlpExporter {
             stream,
             delivered,
         } = outlook;
-        // What the collector has, for delta: the store's record of it, and where the record
-        // has nothing (a series' quantity), the stream record's mark, which outlives the store
-        // (a store rebuilt by `--reset-state` or a deleted folder sends nothing twice). What
-        // the record has stands: a cumulative export that failed before a switch to delta
-        // raised the mark, not what the collector has.
-        let has = {
-            let mut has = delivered.clone();
-            has.raise_to(&stream.marks.unsent(delivered));
-            has
+        let has = match self.temporality {
+            Temporality::Delta => collector_has(delivered, &stream.marks),
+            Temporality::Cumulative => Sums::default(),
         };
         let (values, start_ns) = match self.temporality {
             Temporality::Cumulative => (lifetime.clone(), stream.start_ns),
@@ -257,12 +251,10 @@ impl OtlpExporter {
         let (parts, built) = payload::parts(&self.resource, &contents, self.max_request_bytes)?;
         let marked = payload::marked(&contents);
         // A rebuilt store still catching up has less than the collector: what it has stays.
-        let delivers = (self.temporality == Temporality::Delta && !born).then(|| PendingExport {
-            delivered_after: {
-                let mut after = lifetime.clone();
-                after.raise_to(&has);
-                after
-            },
+        let delivers = (self.temporality == Temporality::Delta && !born).then(|| {
+            let mut delivered_after = lifetime.clone();
+            delivered_after.raise_to(&has);
+            PendingExport { delivered_after }
         });
         let requests = parts.len();
         Some(Sending {
@@ -399,6 +391,17 @@ impl PushSink for OtlpExporter {
             }
         }
     }
+}
+
+/// What the collector has, for delta: the store's record of it (`delivered`), and where the
+/// record has nothing (a series' quantity), the stream record's mark, which outlives the store
+/// (a store rebuilt by `--reset-state` or a deleted folder sends nothing twice). What the record
+/// has stands: a cumulative export that failed before a switch to delta raised the mark, not
+/// what the collector has.
+fn collector_has(delivered: &Sums, marks: &Sums) -> Sums {
+    let mut has = delivered.clone();
+    has.raise_to(&marks.unsent(delivered));
+    has
 }
 
 /// The wall clock in Unix nanoseconds (0 before 1970).

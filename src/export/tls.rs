@@ -7,12 +7,13 @@
 //! operator who pins a private CA does not also want every public one. Without it, the system's
 //! trust store is used.
 
-use crate::inert_text::ShowPath;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+use crate::inert_text::ShowPath;
 
 /// A PEM file as read at start, with the setting it came from (for messages).
 #[derive(Clone, PartialEq, Eq)]

@@ -26,6 +26,7 @@ mod write;
 
 use std::path::{Path, PathBuf};
 
+use crate::inert_text::ShowPath;
 use crate::store::StoreError;
 use crate::store::history::{self as frontier, HistoryFrontier};
 use crate::store::stream;
@@ -37,15 +38,18 @@ pub use write::{Number, Sink, Writer};
 #[derive(Debug, thiserror::Error)]
 pub enum HistoryError {
     #[error(
-        "the store in {0} has not exported or served anything yet, so it has no history: run the exporter (`reasonix-exporter run`, or `once`) first, then this"
+        "the store in {} has not exported or served anything yet, so it has no history: run the exporter (`reasonix-exporter run`, or `once`) first, then this",
+        .0.shown()
     )]
     NotSent(PathBuf),
     #[error(
-        "the store in {0} went out before this version kept its history frontier, so which lines are history is not known: its history cannot be written without counting lines twice (its lines stay in Lifetime)"
+        "the store in {} went out before this version kept its history frontier, so which lines are history is not known: its history cannot be written without counting lines twice (its lines stay in Lifetime)",
+        .0.shown()
     )]
     NoFrontier(PathBuf),
     #[error(
-        "history frontier {0} is damaged, or written by a newer reasonix-exporter: its history cannot be written (the live stream is not affected); use the version that wrote it"
+        "history frontier {} is damaged, or written by a newer reasonix-exporter: its history cannot be written (the live stream is not affected); use the version that wrote it",
+        .0.shown()
     )]
     Unreadable(PathBuf),
     #[error(

@@ -8,12 +8,12 @@
 mod parallel;
 pub mod verify;
 
-use crate::inert_text::ShowPath;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
+use crate::inert_text::ShowPath;
 use crate::ledger::decode::Decoded;
 use crate::ledger::discover::{LedgerFile, ledger_files};
 use crate::ledger::tail::{self, FullCheck};

@@ -3,9 +3,11 @@
 //! Only `ts, model, source`, the counts the catalog names (`catalog.rs`: `prompt, completion,
 //! reasoning, cache_hit, cache_miss, total, requests`), `turn`, the five fields of the price quote (`cost_amount, cost_currency, cost_complete,
 //! billing_mode, incomplete_reason`; see `quote.rs`) and the presence of `compaction` are looked
-//! at. Every other key is skipped by serde's `IgnoredAny` without its value ever being copied, so
-//! nothing a future Reasonix writes (or a prompt that leaked into a field) can reach the store, a
-//! label or a log line.
+//! at. The other fields of Reasonix's record are checked against their Go types and dropped
+//! (`key.rs`, [`GoType`](super::key::GoType)): a value of the wrong type there makes Go refuse
+//! the line. Every other key is skipped by serde's `IgnoredAny`. Nothing but the allow-listed
+//! fields is kept, so nothing a future Reasonix writes (or a prompt that leaked into a field) can
+//! reach the store, a label or a log line.
 //!
 //! The decoder follows Go's `encoding/json`, which is what Reasonix reads its own ledger with:
 //! invalid UTF-8 becomes U+FFFD byte by byte, a key matches its field case-insensitively when no

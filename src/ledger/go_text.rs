@@ -34,12 +34,18 @@ pub fn go_lossy_utf8(bytes: &[u8]) -> Cow<'_, str> {
 /// Reasonix decodes a line: the Unicode white space of Go's `unicode.IsSpace` (ASCII's, and NEL,
 /// no-break spaces and the other separators), whole characters only.
 pub fn go_trim_space(line: &[u8]) -> &[u8] {
-    let mut rest = line;
-    while let Some(len) = leading_space(rest) {
-        rest = &rest[len..];
-    }
+    let mut rest = go_trim_start(line);
     while let Some(len) = trailing_space(rest) {
         rest = &rest[..rest.len() - len];
+    }
+    rest
+}
+
+/// `bytes` without the white space it starts with, as [`go_trim_space`] cuts it.
+pub fn go_trim_start(bytes: &[u8]) -> &[u8] {
+    let mut rest = bytes;
+    while let Some(len) = leading_space(rest) {
+        rest = &rest[len..];
     }
     rest
 }

@@ -320,7 +320,13 @@ fn too_long_to_hold(pending: &[u8]) -> Option<Rejection> {
         return Some(Rejection::TooLong);
     }
     if pending.len() > EARLY_VERDICT {
-        let first = pending.iter().find(|b| !matches!(b, b' ' | b'\t' | b'\r'))?;
+        // After the white space the decoder cuts (Go's, Unicode's included); a character cut
+        // at the end of what is held yet may still be some.
+        let rest = super::go_text::go_trim_start(pending);
+        let first = rest.first()?;
+        if !first.is_ascii() && rest.len() < 4 {
+            return None;
+        }
         let can_start_json = matches!(
             first,
             b'{' | b'[' | b'"' | b'-' | b'0'..=b'9' | b't' | b'f' | b'n'

@@ -9,12 +9,13 @@ pub mod budgets;
 pub mod periods;
 pub mod zone;
 
-use crate::inert_text::ShowPath;
 use std::path::Path;
 
 use anyhow::Context as _;
 
 use budgets::Budgets;
+
+use crate::inert_text::ShowPath;
 
 /// The most a budgets file may hold: far more than any team writes.
 const MAX_BUDGETS_BYTES: u64 = 1 << 20;

@@ -2,11 +2,11 @@
 //! flag, a variable, the config file), and says what would be valid. Header values and key
 //! material never appear.
 
-use crate::inert_text::ShowPath;
 use std::path::PathBuf;
 
 use crate::export::tls::TlsError;
 use crate::export::transport::HeadersError;
+use crate::inert_text::ShowPath;
 use crate::paths::Origin;
 
 #[derive(Debug, thiserror::Error)]

@@ -6,7 +6,6 @@
 //! created" from "lost its contents": an empty store where the marker says one was created is
 //! refused, never silently started from zero.
 
-use crate::inert_text::ShowPath;
 use std::ffi::OsString;
 use std::path::Path;
 use std::time::SystemTime;
@@ -16,6 +15,7 @@ use super::counts::IngestCounts;
 use super::engine::Write;
 use super::engine::keys::{self, FORMAT_VERSION};
 use super::error::StoreError;
+use crate::inert_text::ShowPath;
 use crate::own_files::Durability;
 use crate::series::{AttrSet, Family};
 

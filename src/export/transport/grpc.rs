@@ -172,7 +172,9 @@ mod tests {
                 "protocol error: received message with invalid compression flag: 7 (valid flags are 0 and 1), while sending request",
             ),
             tonic::Status::internal("Error decompressing: corrupt deflate stream, while sending request"),
-            tonic::Status::resource_exhausted("Error decompressing: size limit, of 4 bytes, exceeded while decompressing message"),
+            tonic::Status::resource_exhausted(
+                "Error decompressing: size limit, of 4 bytes, exceeded while decompressing message",
+            ),
             tonic::Status::unavailable("Missing response message."),
             tonic::Status::resource_exhausted("queue is full"),
         ] {

@@ -7,7 +7,6 @@ mod grpc;
 mod http;
 mod target;
 
-use crate::inert_text::ShowPath;
 pub use http::read_capped;
 use std::path::PathBuf;
 
@@ -17,6 +16,7 @@ pub use target::{
 };
 
 use super::tls::install_crypto_provider;
+use crate::inert_text::ShowPath;
 
 /// Why the connection to the collector cannot be set up. Header values are never in it.
 #[derive(Debug, thiserror::Error)]

@@ -14,7 +14,6 @@ pub mod config;
 mod tls;
 pub mod tls_config;
 
-use crate::inert_text::ShowPath;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -26,6 +25,8 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 pub use config::{Invalid, WebConfig};
+
+use crate::inert_text::ShowPath;
 
 /// The web configuration of a server: where it is read from, and what was built from its bytes.
 pub struct Web {

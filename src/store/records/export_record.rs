@@ -11,10 +11,10 @@
 //! read again from the ledger. (Cumulative exports need no such record: each carries the
 //! lifetime totals, so a later one supersedes any earlier one; see `stream`.)
 
-use crate::inert_text::ShowPath;
 use std::path::{Path, PathBuf};
 
 use super::frame::{self, Record};
+use crate::inert_text::ShowPath;
 use crate::store::error::StoreError;
 use crate::store::pending_export::PendingExport;
 
