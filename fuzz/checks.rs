@@ -18,17 +18,19 @@ use serde::de::IgnoredAny;
 pub fn decode_line(data: &[u8]) {
     let first = format!("{:?}", decode(data));
     assert_eq!(first, format!("{:?}", decode(data)), "decode is deterministic");
+    // Reasonix cuts the white space around a line (Go's `strings.TrimSpace`: Unicode's
+    // White_Space, which is Rust's `char::is_whitespace` too) before it decodes it.
+    let text = without_surrogates(&String::from_utf8_lossy(data));
+    let text = text.trim_matches(char::is_whitespace);
     if let Decoded::Row(_) = decode(data) {
-        let text = without_surrogates(&String::from_utf8_lossy(data));
-        let parsed = serde_json::from_str::<BTreeMap<String, IgnoredAny>>(&text);
+        let parsed = serde_json::from_str::<BTreeMap<String, IgnoredAny>>(text);
         assert!(
             parsed.is_ok(),
             "accepted a line that is not a JSON object: {text:?}"
         );
     }
     if let Decoded::Row(row) = decode(data) {
-        let text = without_surrogates(&String::from_utf8_lossy(data));
-        if let (RowKind::Usage(counts), Some(go)) = (row.kind, go_counts(&text)) {
+        if let (RowKind::Usage(counts), Some(go)) = (row.kind, go_counts(text)) {
             let ours = [
                 Quantity::Prompt,
                 Quantity::Completion,
