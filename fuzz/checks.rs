@@ -29,19 +29,19 @@ pub fn decode_line(data: &[u8]) {
             "accepted a line that is not a JSON object: {text:?}"
         );
     }
-    if let Decoded::Row(row) = decode(data) {
-        if let (RowKind::Usage(counts), Some(go)) = (row.kind, go_counts(text)) {
-            let ours = [
-                Quantity::Prompt,
-                Quantity::Completion,
-                Quantity::Reasoning,
-                Quantity::CacheHit,
-                Quantity::CacheMiss,
-                Quantity::Total,
-            ]
-            .map(|q| counts.get(q));
-            assert_eq!(ours, go, "counts otherwise than Go reads them: {text:?}");
-        }
+    if let Decoded::Row(row) = decode(data)
+        && let (RowKind::Usage(counts), Some(go)) = (row.kind, go_counts(text))
+    {
+        let ours = [
+            Quantity::Prompt,
+            Quantity::Completion,
+            Quantity::Reasoning,
+            Quantity::CacheHit,
+            Quantity::CacheMiss,
+            Quantity::Total,
+        ]
+        .map(|q| counts.get(q));
+        assert_eq!(ours, go, "counts otherwise than Go reads them: {text:?}");
     }
 }
 
