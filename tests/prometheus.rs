@@ -338,36 +338,7 @@ fn a_store_rebuilt_from_the_ledger_serves_nothing_below_what_was_served() {
         args.extend_from_slice(extra);
         let daemon = fx.spawn(&args);
         let port = daemon.metrics_port();
-        let mut during = 0;
-        assert!(
-            wait_until(Duration::from_secs(60), || {
-                let Some(body) = common::http_get(port, "/metrics", None) else {
-                    return false;
-                };
-                let Some(now) = scrape_totals(port) else {
-                    return false;
-                };
-                for (series, values) in &served {
-                    let value = now.get(series).copied().unwrap_or_default();
-                    assert!(
-                        value.iter().zip(values).all(|(a, b)| a >= b),
-                        "after {rebuild}, {series:?} served {value:?}, below {values:?}"
-                    );
-                }
-                let lines = value_of(&body, counted_name).unwrap_or_default();
-                assert!(
-                    lines >= counted,
-                    "after {rebuild}, {lines} lines counted served, below {counted}"
-                );
-                let polled = value_of(&body, "reasonix_exporter_last_poll_end_timestamp_seconds");
-                if polled == Some(0.0) {
-                    during += 1;
-                }
-                polled > Some(0.0) && now == model.expected.totals()
-            }),
-            "the rebuild after {rebuild} never served the totals: {}",
-            daemon.log_text()
-        );
+        let during = scrapes_while_rebuilding(port, &served, counted, rebuild, &model, &daemon);
         eprintln!("{during} scrapes during the rebuild after {rebuild}");
         assert!(
             during > 0,
@@ -405,6 +376,25 @@ fn a_store_rebuilt_after_a_kill_serves_nothing_below_what_was_served_before_it()
 
     let daemon = fx.spawn(&["--otlp", "off", "--prometheus", "127.0.0.1:0", "--reset-state"]);
     let port = daemon.metrics_port();
+    let during = scrapes_while_rebuilding(port, &served, 0.0, "a kill", &model, &daemon);
+    assert!(
+        during > 0,
+        "no scrape came during the rebuild: make the ledger longer"
+    );
+    daemon.terminate();
+}
+
+/// Scrapes `port` until it serves `model`'s totals after its first poll, each scrape asserting
+/// that no series of `served`, nor the lines counted (`counted`), went below what was served
+/// before the rebuild (`rebuild` names it); how many scrapes came before that first poll ended.
+fn scrapes_while_rebuilding(
+    port: u16,
+    served: &std::collections::BTreeMap<common::model::Series, [u64; 8]>,
+    counted: f64,
+    rebuild: &str,
+    model: &Model,
+    daemon: &common::Daemon,
+) -> usize {
     let mut during = 0;
     assert!(
         wait_until(Duration::from_secs(60), || {
@@ -414,25 +404,26 @@ fn a_store_rebuilt_after_a_kill_serves_nothing_below_what_was_served_before_it()
             let Some(now) = scrape_totals(port) else {
                 return false;
             };
-            for (series, values) in &served {
+            for (series, values) in served {
                 let value = now.get(series).copied().unwrap_or_default();
                 assert!(
                     value.iter().zip(values).all(|(a, b)| a >= b),
-                    "after a kill and a rebuild, {series:?} served {value:?}, below {values:?}"
+                    "after {rebuild}, {series:?} served {value:?}, below {values:?}"
                 );
             }
+            let lines = value_of(&body, "reasonix_exporter_lines_counted_total").unwrap_or_default();
+            assert!(
+                lines >= counted,
+                "after {rebuild}, {lines} lines counted served, below {counted}"
+            );
             let polled = value_of(&body, "reasonix_exporter_last_poll_end_timestamp_seconds");
             if polled == Some(0.0) {
                 during += 1;
             }
             polled > Some(0.0) && now == model.expected.totals()
         }),
-        "the rebuild never served the totals: {}",
+        "the rebuild after {rebuild} never served the totals: {}",
         daemon.log_text()
     );
-    assert!(
-        during > 0,
-        "no scrape came during the rebuild: make the ledger longer"
-    );
-    daemon.terminate();
+    during
 }
