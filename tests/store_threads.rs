@@ -1,0 +1,107 @@
+//! The store's database starts its I/O threads without burning a core (third_party/sled/PATCHES.md).
+//!
+//! sled 0.34's thread pool started its seven threads inside a spin-locked lazy value, and each
+//! spun on that lock until the last was started: on two cores, about 7 ms of CPU in every
+//! `once`. The pool starts once in a process, so the test runs its measurement in fresh copies
+//! of this binary, and judges their median (how long the spinning lasts depends on when the
+//! scheduler lets the new threads run).
+
+#![cfg(target_os = "linux")]
+
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use reasonix_exporter::ingest::poll;
+use reasonix_exporter::store::Store;
+
+/// What sled's threads may spend on a core while a store is opened, fed and flushed: they start,
+/// read a segment header and write a few KiB, 1–2 ms in all in a debug build; spinning, the
+/// median process took 9 ms.
+const ON_CPU_BOUND: Duration = Duration::from_micros(2_500);
+
+/// Fresh processes measured.
+const PROCESSES: usize = 7;
+
+/// Set in a copy of this binary that measures one process and prints the nanoseconds.
+const CHILD: &str = "STORE_THREADS_MEASURE_IN";
+
+#[test]
+fn the_stores_threads_wait_for_work_without_spinning() {
+    if let Some(dir) = std::env::var_os(CHILD) {
+        println!("on-cpu-ns {}", measure_in(dir.as_ref()).as_nanos());
+        return;
+    }
+    let mut on_cpu: Vec<Duration> = (0..PROCESSES).map(|_| in_a_fresh_process()).collect();
+    on_cpu.sort();
+    let median = on_cpu[PROCESSES / 2];
+    assert!(
+        median < ON_CPU_BOUND,
+        "sled's threads were on a core for {median:?} (median of {on_cpu:?})"
+    );
+}
+
+/// One measurement, in a copy of this binary that runs this test alone.
+fn in_a_fresh_process() -> Duration {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "the_stores_threads_wait_for_work_without_spinning",
+            "--nocapture",
+        ])
+        .env(CHILD, dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let ns = stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("on-cpu-ns "))
+        .unwrap_or_else(|| panic!("no measurement: {stdout}{}", String::from_utf8_lossy(&out.stderr)));
+    Duration::from_nanos(ns.trim().parse().unwrap())
+}
+
+/// A store opened (the first in this process: sled's pool starts), one line read into it and
+/// flushed, with both cores busy, as they are in a backfill; then how long sled's threads have
+/// been on a core.
+fn measure_in(dir: &std::path::Path) -> Duration {
+    let stats = dir.join("stats");
+    std::fs::create_dir(&stats).unwrap();
+    let line = r#"{"ts":"2026-08-01T10:00:00Z","model":"m/x","source":"cli","total":3}"#;
+    std::fs::write(stats.join("2026-08-01.jsonl"), format!("{line}\n")).unwrap();
+    let busy = AtomicBool::new(true);
+    std::thread::scope(|scope| {
+        for _ in 0..2 {
+            scope.spawn(|| {
+                while busy.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            });
+        }
+        let mut store = Store::open(&dir.join("state"), false).unwrap();
+        assert_eq!(poll(&mut store, &stats).unwrap().counts.counted, 1);
+        store.close_without_fsync().unwrap();
+        busy.store(false, Ordering::Relaxed);
+    });
+    let threads = sled_threads();
+    assert!(threads.len() >= 7, "the pool started: {threads:?}");
+    threads.iter().map(|(_, on_cpu)| *on_cpu).sum()
+}
+
+/// sled's I/O threads in this process, and how long each has run on a core (the scheduler's
+/// own account, in nanoseconds).
+fn sled_threads() -> Vec<(String, Duration)> {
+    let mut threads = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task").unwrap() {
+        let task = task.unwrap().path();
+        let name = std::fs::read_to_string(task.join("comm")).unwrap_or_default();
+        if !name.starts_with("sled-io") {
+            continue;
+        }
+        let schedstat = std::fs::read_to_string(task.join("schedstat"))
+            .expect("the kernel's per-thread run time (/proc/self/task/*/schedstat)");
+        let ns: u64 = schedstat.split_whitespace().next().unwrap().parse().unwrap();
+        threads.push((name.trim().to_string(), Duration::from_nanos(ns)));
+    }
+    threads
+}
