@@ -5,7 +5,8 @@
 //! fetch other targets here. Linking: zig for Linux against glibc 2.17 (one binary for every
 //! distribution of the last decade) and for macOS against stubs of the system's frameworks
 //! (`macos_sdk.rs`), Debian's mingw-w64 for Windows. `.ci/cross-toolchain` installs them once per
-//! machine; the builds are kept in its folder, so a second run rebuilds only the crate itself.
+//! machine; the builds are kept in its folder, so a second run rebuilds only the crate itself
+//! and `third_party/sled` (a path dependency, which cargo judges by its files' times).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
