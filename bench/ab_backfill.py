@@ -11,7 +11,7 @@ median and fastest run, the medians' ratios, and new/old taken round by round.
 import argparse, os, shutil, statistics, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run import BASELINE, GEN  # noqa: E402
+from run import BASELINE, GEN, fresh_copies  # noqa: E402
 
 
 def timed(cmd):
@@ -36,7 +36,7 @@ def main():
         stats = os.path.join(work, "stats")
         state = os.path.join(work, "state")
         subprocess.run([GEN, stats, str(args.lines), "365", "1"], check=True)
-        sides = {"old": args.old, "new": args.new}
+        sides = fresh_copies(work, {"old": args.old, "new": args.new})
         times = {name: [] for name in [*sides, "baseline"]}
         for _ in range(args.runs):
             for name, binary in sides.items():

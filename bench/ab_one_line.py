@@ -14,7 +14,7 @@ round appends one line per build and times a fresh process. Prints medians and n
 import argparse, os, re, shutil, statistics, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run import GEN, start_sink  # noqa: E402
+from run import GEN, fresh_copies, start_sink  # noqa: E402
 
 
 def main():
@@ -30,7 +30,7 @@ def main():
     try:
         master = os.path.join(work, "ledger")
         subprocess.run([GEN, master, str(args.lines), "365", "1"], check=True)
-        builds = {"old": args.old, "new": args.new}
+        builds = fresh_copies(work, {"old": args.old, "new": args.new})
         for name, binary in builds.items():
             shutil.copytree(master, os.path.join(work, name, "stats"))
             base = [binary, "--stats-dir", os.path.join(work, name, "stats"), "--state-dir", os.path.join(work, name, "state"), "once"]

@@ -24,7 +24,7 @@ import argparse, os, random, shutil, statistics, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from daemon import free_port, pct  # noqa: E402
-from run import BASELINE, GEN  # noqa: E402
+from run import BASELINE, GEN, fresh_copies  # noqa: E402
 from store_growth import disk_bytes  # noqa: E402
 
 SHAPES = {
@@ -151,12 +151,9 @@ def main():
     ap.add_argument("--shapes", default="100k,1m,3m,20k,2m-day,1k-day")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="rx-matrix-")
-    # Both binaries copied afresh: the kernel maps a file just written in larger pieces, which
-    # shows as up to 1 MiB more resident; copied together, neither side is favoured.
-    copies = {}
-    for name, binary in (("old", args.old), ("new", args.new)):
-        copies[name] = os.path.join(work, f"{name}-exporter")
-        shutil.copy2(binary, copies[name])
+    # Both binaries copied afresh (run.fresh_copies): the kernel maps a file just written in
+    # larger pieces, which shows as up to 1 MiB more resident; copied together, neither side is favoured.
+    copies = fresh_copies(work, {"old": args.old, "new": args.new})
     sides = {"old": copies["old"], "old'": copies["old"], "new": copies["new"]}
     rows = {}
     try:

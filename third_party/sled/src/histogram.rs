@@ -47,7 +47,21 @@ pub struct Histogram {
 impl Default for Histogram {
     #[allow(unsafe_code)]
     fn default() -> Histogram {
-        #[cfg(not(feature = "miri_optimizations"))]
+        // Without metrics nothing is ever recorded: no buckets (forty
+        // histograms of 512 KiB each were made at every start).
+        #[cfg(feature = "no_metrics")]
+        {
+            Histogram {
+                vals: Vec::new(),
+                sum: AtomicUsize::new(0),
+                count: AtomicUsize::new(0),
+            }
+        }
+
+        #[cfg(all(
+            not(feature = "no_metrics"),
+            not(feature = "miri_optimizations")
+        ))]
         {
             let mut vals = Vec::with_capacity(BUCKETS);
             vals.resize_with(BUCKETS, Default::default);
@@ -59,7 +73,10 @@ impl Default for Histogram {
             }
         }
 
-        #[cfg(feature = "miri_optimizations")]
+        #[cfg(all(
+            not(feature = "no_metrics"),
+            feature = "miri_optimizations"
+        ))]
         {
             // Avoid calling Vec::resize_with with a large length because its
             // internals cause stacked borrows tracking information to add an

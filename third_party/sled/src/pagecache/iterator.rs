@@ -268,6 +268,9 @@ impl LogIter {
     }
 }
 
+/// How many runs of segments the headers are read in at open.
+const HEADER_READ_RUNS: u64 = 4;
+
 fn valid_entry_offset(lid: LogOffset, segment_len: usize) -> bool {
     let seg_start = lid / segment_len as LogOffset * segment_len as LogOffset;
 
@@ -333,30 +336,31 @@ fn scan_segment_headers_and_tail(
         segments
     );
 
-    // scatter
+    // scatter: the headers are read in a few runs of segments, a task
+    // on the pool for each run rather than for each segment (each task a
+    // hand-over and a wake-up, which cost more than a 20-byte read of a
+    // page in the cache).
+    let per_run = segments.div_ceil(HEADER_READ_RUNS).max(1);
     let header_promises_res: Result<Vec<_>> = (0..segments)
-        .map({
-            // let config = config.clone();
-            move |idx| {
-                threadpool::spawn({
-                    let config = config.clone();
-                    move || fetch(idx, min, &config)
-                })
-            }
+        .step_by(usize::try_from(per_run).unwrap())
+        .map(|start| {
+            let run = start..segments.min(start + per_run);
+            let config = config.clone();
+            threadpool::spawn(move || {
+                run.filter_map(|idx| fetch(idx, min, &config))
+                    .collect::<Vec<_>>()
+            })
         })
         .collect();
 
     let header_promises = header_promises_res?;
 
-    // gather
+    // gather, in the order of the segments
     let mut headers: Vec<(LogOffset, SegmentHeader)> = vec![];
     for promise in header_promises {
         let read_attempt =
             promise.wait().expect("thread pool should not crash");
-
-        if let Some(completed_result) = read_attempt {
-            headers.push(completed_result);
-        }
+        headers.extend(read_attempt);
     }
 
     // find max stable LSN recorded in segment headers
