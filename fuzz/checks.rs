@@ -16,22 +16,25 @@ use serde::de::IgnoredAny;
 /// every surrogate escape made `\ufffd`, as Go reads a lone one; values only skipped: like Go's
 /// decoder, a field nobody reads may hold `1e999999`).
 pub fn decode_line(data: &[u8]) {
-    let first = format!("{:?}", decode(data));
-    assert_eq!(first, format!("{:?}", decode(data)), "decode is deterministic");
+    let decoded = decode(data);
+    assert_eq!(
+        format!("{decoded:?}"),
+        format!("{:?}", decode(data)),
+        "decode is deterministic"
+    );
+    let Decoded::Row(row) = decoded else {
+        return;
+    };
     // Reasonix cuts the white space around a line (Go's `strings.TrimSpace`: Unicode's
     // White_Space, which is Rust's `char::is_whitespace` too) before it decodes it.
     let text = without_surrogates(&String::from_utf8_lossy(data));
     let text = text.trim_matches(char::is_whitespace);
-    if let Decoded::Row(_) = decode(data) {
-        let parsed = serde_json::from_str::<BTreeMap<String, IgnoredAny>>(text);
-        assert!(
-            parsed.is_ok(),
-            "accepted a line that is not a JSON object: {text:?}"
-        );
-    }
-    if let Decoded::Row(row) = decode(data)
-        && let (RowKind::Usage(counts), Some(go)) = (row.kind, go_counts(text))
-    {
+    let parsed = serde_json::from_str::<BTreeMap<String, IgnoredAny>>(text);
+    assert!(
+        parsed.is_ok(),
+        "accepted a line that is not a JSON object: {text:?}"
+    );
+    if let (RowKind::Usage(counts), Some(go)) = (row.kind, go_counts(text)) {
         let ours = [
             Quantity::Prompt,
             Quantity::Completion,
