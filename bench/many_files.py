@@ -14,6 +14,9 @@ whatever the files, sled's buffers and the binary, drops out).
 """
 import argparse, os, shutil, statistics, subprocess, sys, tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from run import fresh_copies  # noqa: E402
+
 LINE = ('{"ts":"2026-08-0%dT10:%02d:%02d.%06d+08:00","model":"deepseek/deepseek-v4-flash","source":"desktop",'
         '"prompt":%d,"completion":12,"total":%d,"requests":1}\n')
 
@@ -42,9 +45,9 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
     sizes = [int(n) for n in args.files.split(",")]
-    builds = {"old": args.old, "new": args.new}
     work = tempfile.mkdtemp(prefix="rx-files-")
     try:
+        builds = fresh_copies(work, {"old": args.old, "new": args.new})
         for n in sizes:
             make(os.path.join(work, str(n)), n)
         peaks = {(b, n, kind): [] for b in builds for n in sizes for kind in ("backfill", "rest")}

@@ -3,7 +3,7 @@
 
     cargo build --release --bin reasonix-exporter && cargo build --release --examples
     python3 bench/one_line_day_sizes.py BINARY [--busy 2000000] [--quiet 1000] [--runs 31] [--gap 1]
-                                        [--busy-backfilled-by OTHER] [--against OLD]
+                                        [--busy-backfilled-by OTHER] [--against OLD] [--cold]
 
 Each day (one file of the generator's, seeded) is backfilled into its own store first, not timed.
 Then every round appends one line to each day file and times a fresh `once --otlp off` on it,
@@ -19,6 +19,9 @@ store a build leaves costs the runs after it, with the machine's drift taken out
 
 --against OLD times OLD too, on the same two stores in the same loop (every side a day and a
 build): each build's busy/quiet, and new/old on each day. Both builds are copied afresh first.
+
+--cold drops the page cache before every run (root only): a `once` as the first after a boot, or
+after the store's pages were pushed out.
 """
 import argparse, os, re, resource, shutil, statistics, subprocess, sys, tempfile, time
 
@@ -40,6 +43,7 @@ def main():
     ap.add_argument("--gap", type=float, default=1.0)
     ap.add_argument("--busy-backfilled-by", metavar="OTHER")
     ap.add_argument("--against", metavar="OLD")
+    ap.add_argument("--cold", action="store_true")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="rx-days-")
     try:
@@ -67,9 +71,16 @@ def main():
                 stats = os.path.join(work, name, "stats")
                 path = os.path.join(stats, os.listdir(stats)[0])
                 day = os.path.basename(path).removesuffix(".jsonl")
+                # A line of its own for every run: two builds on one day must each count a new
+                # line, not find the other's (a duplicate costs less).
+                total = i * len(sides) + sides.index((name, build)) + 1
                 with open(path, "a") as f:
-                    f.write('{"ts":"%sT23:59:%02dZ","model":"bench/one","source":"cli","total":%d}\n' % (day, i % 60, i + 1))
+                    f.write('{"ts":"%sT23:59:%02dZ","model":"bench/one","source":"cli","total":%d}\n' % (day, i % 60, total))
                 time.sleep(args.gap)
+                if args.cold:
+                    with open("/proc/sys/vm/drop_caches", "w") as f:
+                        os.sync()
+                        f.write("3\n")
                 cmd = [builds[build], "--stats-dir", stats, "--state-dir", os.path.join(work, name, "state"), "once", "--otlp", "off"]
                 before = resource.getrusage(resource.RUSAGE_CHILDREN)
                 started = time.perf_counter()
@@ -85,7 +96,7 @@ def main():
                     step[(name, build)].append(float(found.group(1)))
         print(f"\none new line, `once --otlp off`, {args.busy:,}-line day against {args.quiet:,}-line day; "
               f"{args.runs} rounds, {'days and builds' if args.against else 'days'} alternating (ABBA), "
-              f"{args.gap:g} s apart; {os.cpu_count()} cores; {time.strftime('%Y-%m-%d')}\n")
+              f"{args.gap:g} s apart{', the page cache dropped before each' if args.cold else ''}; {os.cpu_count()} cores; {time.strftime('%Y-%m-%d')}\n")
         print(f"| day{' | build' if args.against else ''} | p25 | median | p75 | CPU, median | ingest step, median |")
         print(f"|---{'|---' if args.against else ''}|---|---|---|---|---|")
         for name, build in sides:

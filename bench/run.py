@@ -31,8 +31,8 @@ class Sink(http.server.BaseHTTPRequestHandler):
 
 def fresh_copies(work, builds):
     """Each build copied into `work` at the same moment, so that their pages are alike in the page
-    cache: the same binary copied an hour apart ran 0.55 ms (6 %) slower as the older copy in 40
-    shuffled rounds of one `once`, and the kernel maps a file just written in larger pieces."""
+    cache: the same binary copied an hour apart took 3–5 % more time and CPU for one `once` as the
+    older copy, and the kernel maps a file just written in larger pieces."""
     copies = {}
     for name, binary in builds.items():
         copies[name] = os.path.join(work, f"{name}-exporter")

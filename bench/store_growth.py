@@ -15,7 +15,7 @@ allocated on disk) after the backfill and after the appends, in bytes per line c
 import argparse, os, shutil, statistics, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run import GEN  # noqa: E402
+from run import GEN, fresh_copies  # noqa: E402
 
 
 def disk_bytes(folder):
@@ -44,7 +44,7 @@ def main():
         subprocess.run([GEN, master, str(args.lines), "1", "1"], check=True)
         day_file = sorted(os.listdir(master))[0]
         day = day_file.removesuffix(".jsonl")
-        builds = {"old": args.old, "new": args.new}
+        builds = fresh_copies(work, {"old": args.old, "new": args.new})
         backfill = {n: [] for n in builds}
         for _ in range(args.rounds):
             for name, binary in builds.items():

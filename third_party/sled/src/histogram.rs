@@ -47,8 +47,8 @@ pub struct Histogram {
 impl Default for Histogram {
     #[allow(unsafe_code)]
     fn default() -> Histogram {
-        // Without metrics nothing is ever recorded: no buckets (forty
-        // histograms of 512 KiB each were made at every start).
+        // Without metrics nothing is ever recorded: no buckets (41
+        // histograms of 512 KiB each were made once per process).
         #[cfg(feature = "no_metrics")]
         {
             Histogram {
