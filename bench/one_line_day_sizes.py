@@ -45,6 +45,8 @@ def main():
     ap.add_argument("--against", metavar="OLD")
     ap.add_argument("--cold", action="store_true")
     args = ap.parse_args()
+    if args.cold and not os.access("/proc/sys/vm/drop_caches", os.W_OK):
+        sys.exit("--cold drops the page cache: run as root")
     work = tempfile.mkdtemp(prefix="rx-days-")
     try:
         builds = fresh_copies(work, {"new": args.binary, **({"old": args.against} if args.against else {})})
