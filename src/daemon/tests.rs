@@ -284,9 +284,9 @@ async fn a_store_grown_by_a_backfill_is_opened_again_and_counts_on_exactly() {
     let dir = tempfile::tempdir().unwrap();
     let (stats, state) = (dir.path().join("stats"), dir.path().join("state"));
     std::fs::create_dir_all(&stats).unwrap();
-    // 100,000 lines over 10 days: some 3 MB of store, the usual shape's 28 bytes a line.
+    // 160,000 lines over 10 days: some 3 MB of store, the usual shape's 19 bytes a line.
     const DAYS: usize = 10;
-    const LINES_A_DAY: usize = 10_000;
+    const LINES_A_DAY: usize = 16_000;
     for day in 0..DAYS {
         let date = format!("2026-07-{:02}", day + 1);
         let text: String = (0..LINES_A_DAY)

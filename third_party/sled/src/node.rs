@@ -2,6 +2,11 @@ use std::{num::NonZeroU64, ops::Bound};
 
 use super::*;
 
+/// A leaf of fewer keys than this is merged into its left sibling.
+fn leaf_merge_threshold() -> usize {
+    if cfg!(any(test, feature = "lock_free_delays")) { 1 } else { 4 }
+}
+
 #[derive(Default, Debug, Clone, PartialEq)]
 pub struct Node {
     pub(crate) prefix_len: u8,
@@ -163,18 +168,24 @@ impl Node {
         true
     }
 
-    pub(crate) fn split(mut self) -> (Node, Node) {
+    /// Splits the node in two halves; or a leaf whose key to come goes `at` a
+    /// place past its middle, just before that place, the right node keeping at
+    /// least the fewest keys a leaf keeps without being merged back. Keys written
+    /// in order, as a backfill writes new days, then fill their leaves rather than
+    /// leave each half empty, and split fewer of them (each split writes the leaf's
+    /// parent index node again).
+    pub(crate) fn split(mut self, at: Option<usize>) -> (Node, Node) {
         fn split_inner<T>(
             keys: &mut Vec<IVec>,
             values: &mut Vec<T>,
             old_prefix: &[u8],
             old_hi: &[u8],
             suffix_truncation: bool,
+            split_point: usize,
         ) -> (IVec, u8, Vec<IVec>, Vec<T>)
         where
             T: Clone + Ord,
         {
-            let split_point = keys.len() / 2 + 1;
             let right_keys = keys.split_off(split_point);
             let right_values = values.split_off(split_point);
             let right_min = &right_keys[0];
@@ -245,6 +256,7 @@ impl Node {
         let prefixed_hi = &self.hi;
         let (split, right_prefix_len, right_data) = match self.data {
             Data::Index(ref mut index) => {
+                let split_point = index.keys.len() / 2 + 1;
                 let (split, right_prefix_len, right_keys, right_values) =
                     split_inner(
                         &mut index.keys,
@@ -252,6 +264,7 @@ impl Node {
                         prefixed_lo,
                         prefixed_hi,
                         false,
+                        split_point,
                     );
 
                 (
@@ -264,6 +277,12 @@ impl Node {
                 )
             }
             Data::Leaf(ref mut leaf) => {
+                let half = leaf.keys.len() / 2 + 1;
+                let fullest = leaf.keys.len().saturating_sub(leaf_merge_threshold());
+                let split_point = match at {
+                    Some(at) if at > half => at.min(fullest).max(half),
+                    _ => half,
+                };
                 let (split, right_prefix_len, right_keys, right_values) =
                     split_inner(
                         &mut leaf.keys,
@@ -271,6 +290,7 @@ impl Node {
                         prefixed_lo,
                         prefixed_hi,
                         true,
+                        split_point,
                     );
 
                 (
@@ -600,7 +620,7 @@ impl Node {
         let threshold = if cfg!(any(test, feature = "lock_free_delays")) {
             2
         } else if self.data.is_index() {
-            256
+            64
         } else {
             16
         };
@@ -611,13 +631,24 @@ impl Node {
         size_checks && safety_checks
     }
 
+    /// Where `key` would go in this leaf, if it is within the leaf's bounds.
+    pub(crate) fn leaf_position(&self, key: &[u8]) -> Option<usize> {
+        let leaf = self.data.leaf_ref()?;
+        if key < self.lo.as_ref() || (!self.hi.is_empty() && key >= self.hi.as_ref()) {
+            return None;
+        }
+        let encoded = &key[self.prefix_len as usize..];
+        let found = leaf.keys.binary_search_by(|k| fastcmp(k, encoded));
+        Some(found.unwrap_or_else(|at| at))
+    }
+
     pub(crate) fn should_merge(&self) -> bool {
         let threshold = if cfg!(any(test, feature = "lock_free_delays")) {
-            1
+            leaf_merge_threshold()
         } else if self.data.is_index() {
-            64
+            16
         } else {
-            4
+            leaf_merge_threshold()
         };
 
         let size_checks = self.data.len() < threshold;
