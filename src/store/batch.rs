@@ -43,7 +43,8 @@ const COMMIT_BYTES: u64 = 32 << 20;
 /// commit of new days also leaves in sled's log the leaf it shares with the commit before, split
 /// and written again: 1M lines in 365 day files, peak and store, with 4 MiB 23.4 MiB and
 /// 21.0 MB, with 8 MiB 23.4 MiB and 19.6 MB, with 16 MiB 25.1 MiB and 18.6 MB, with 32 MiB
-/// 28.6 MiB and 18.1 MB (median of 3 backfills each).
+/// 28.6 MiB and 18.1 MB (median of 3 backfills each, sled's index nodes at 64 children; at 128,
+/// as built, 16 MiB gives 19.1 MB: BENCHMARKS.md, "A batch's values logged once").
 const COMMIT_BYTES_MANY_DAYS: u64 = 16 << 20;
 const FEW_DAYS: usize = 2;
 

@@ -2,10 +2,10 @@ use std::{num::NonZeroU64, ops::Bound};
 
 use super::*;
 
-/// A leaf of fewer keys than this is merged into its left sibling.
-fn leaf_merge_threshold() -> usize {
-    if cfg!(any(test, feature = "lock_free_delays")) { 1 } else { 4 }
-}
+/// A leaf of fewer keys than this is merged into its left sibling (see
+/// `Node::should_merge`).
+const LEAF_MERGE_THRESHOLD: usize =
+    if cfg!(any(test, feature = "lock_free_delays")) { 1 } else { 4 };
 
 #[derive(Default, Debug, Clone, PartialEq)]
 pub struct Node {
@@ -170,10 +170,10 @@ impl Node {
 
     /// Splits the node in two halves; or a leaf whose key to come goes `at` a
     /// place past its middle, just before that place, the right node keeping at
-    /// least the fewest keys a leaf keeps without being merged back. Keys written
-    /// in order, as a backfill writes new days, then fill their leaves rather than
-    /// leave each half empty, and split fewer of them (each split writes the leaf's
-    /// parent index node again).
+    /// least the fewest keys a leaf keeps without being merged back. Keys
+    /// written in order, as a backfill writes new days, then fill their leaves
+    /// rather than leave each half empty, and split fewer of them (each split
+    /// writes the leaf's parent index node again, whole).
     pub(crate) fn split(mut self, at: Option<usize>) -> (Node, Node) {
         fn split_inner<T>(
             keys: &mut Vec<IVec>,
@@ -278,7 +278,8 @@ impl Node {
             }
             Data::Leaf(ref mut leaf) => {
                 let half = leaf.keys.len() / 2 + 1;
-                let fullest = leaf.keys.len().saturating_sub(leaf_merge_threshold());
+                let fullest =
+                    leaf.keys.len().saturating_sub(LEAF_MERGE_THRESHOLD);
                 let split_point = match at {
                     Some(at) if at > half => at.min(fullest).max(half),
                     _ => half,
@@ -620,7 +621,9 @@ impl Node {
         let threshold = if cfg!(any(test, feature = "lock_free_delays")) {
             2
         } else if self.data.is_index() {
-            64
+            // 256 as published: each split of a leaf writes its parent
+            // again, whole. Halves of 64 are not merged by either build.
+            128
         } else {
             16
         };
@@ -634,7 +637,8 @@ impl Node {
     /// Where `key` would go in this leaf, if it is within the leaf's bounds.
     pub(crate) fn leaf_position(&self, key: &[u8]) -> Option<usize> {
         let leaf = self.data.leaf_ref()?;
-        if key < self.lo.as_ref() || (!self.hi.is_empty() && key >= self.hi.as_ref()) {
+        let above = !self.hi.is_empty() && key >= self.hi.as_ref();
+        if key < self.lo.as_ref() || above {
             return None;
         }
         let encoded = &key[self.prefix_len as usize..];
@@ -644,11 +648,11 @@ impl Node {
 
     pub(crate) fn should_merge(&self) -> bool {
         let threshold = if cfg!(any(test, feature = "lock_free_delays")) {
-            leaf_merge_threshold()
+            1
         } else if self.data.is_index() {
-            16
+            64
         } else {
-            leaf_merge_threshold()
+            LEAF_MERGE_THRESHOLD
         };
 
         let size_checks = self.data.len() < threshold;

@@ -386,14 +386,35 @@ impl Tree {
     ) -> Result<()> {
         let peg = self.context.pin_log(guard)?;
         trace!("applying batch {:?}", batch);
-        // In key order (a batch holds its writes in a hash map), the batch's new keys go in
-        // first, each with an empty value, so that the leaves they split hold no values yet.
-        // Then the writes that fall in one leaf are applied together: a leaf they rewrite three
-        // quarters or more of is written once, whole, where a write a key would log a link
-        // each and the leaf again at every tenth. So each value a backfill writes is logged
-        // once, and its leaf's page is one piece. All of it under the same peg and the same
-        // lock, so the batch is recovered, and seen, whole or not at all.
-        let mut writes: Vec<(IVec, Option<IVec>)> = batch.writes.into_iter().collect();
+        // A batch a subscriber watches is applied a key at a time, as
+        // published: each key's event is told with its value.
+        let watched = batch
+            .writes
+            .keys()
+            .any(|k| self.subscribers.reserve(k).is_some());
+        if watched {
+            for (k, v_opt) in batch.writes {
+                loop {
+                    if self.insert_inner(&k, v_opt.clone(), guard)?.is_ok() {
+                        break;
+                    }
+                }
+            }
+            return peg.seal_batch();
+        }
+        // Otherwise, in key order (a batch holds its writes in a hash map), its
+        // new keys go in first, each with an empty value, so that the leaves
+        // they split hold no values yet. Then the writes that fall in one leaf
+        // are applied together: a leaf they rewrite three quarters or more of
+        // is written once, whole, where a write a key would log a link each,
+        // and the leaf again at every tenth. So each value a backfill writes is
+        // logged once, and its leaf is one piece. All under the same peg and
+        // the same lock: a batch that ends is recovered whole or not at all,
+        // and no reader sees a key without its value. One that fails part way
+        // (a write the disk refused) leaves what it wrote, as published, here
+        // with the empty values of the keys it put in first.
+        let mut writes: Vec<(IVec, Option<IVec>)> =
+            batch.writes.into_iter().collect();
         writes.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
         for (k, v_opt) in &writes {
             if v_opt.is_some() {
@@ -429,13 +450,15 @@ impl Tree {
         peg.seal_batch()
     }
 
-    /// Puts `key` in with an empty value unless the tree holds it (see `apply_batch_inner`).
+    /// Puts `key` in with an empty value unless the tree holds it (see
+    /// `apply_batch_inner`).
     fn insert_if_absent(&self, key: &IVec, guard: &mut Guard) -> Result<()> {
         loop {
             match self.get_inner(key, guard)? {
                 Ok(Some(_)) => return Ok(()),
                 Ok(None) => {
-                    if self.insert_inner(key, Some(IVec::default()), guard)?.is_ok() {
+                    let empty = Some(IVec::default());
+                    if self.insert_inner(key, empty, guard)?.is_ok() {
                         return Ok(());
                     }
                 }
@@ -444,10 +467,10 @@ impl Tree {
         }
     }
 
-    /// Writes the leaf of `view` once, whole, with `run` (writes to keys it holds, within its
-    /// bounds) applied, if they rewrite three quarters of it or more. `false`: not done (too
-    /// little of the leaf, a subscriber to tell, or the leaf changed meanwhile), the writes left
-    /// to the caller.
+    /// Writes the leaf of `view` once, whole, with `run` (writes to keys it
+    /// holds, within its bounds) applied, if they rewrite three quarters of it
+    /// or more. `false`: not done (too little of the leaf, or the leaf changed
+    /// meanwhile), the writes left to the caller.
     fn rewrite_leaf(
         &self,
         view: &View<'_>,
@@ -458,10 +481,7 @@ impl Tree {
             .iter()
             .map(|(k, v)| k.len() + v.as_ref().map_or(0, |v| v.len()))
             .sum();
-        if view.data.is_index() || (written as u64) * 4 < view.rss() * 3 {
-            return Ok(false);
-        }
-        if run.iter().any(|(k, _)| self.subscribers.reserve(k).is_some()) {
+        if (written as u64) * 4 < view.rss() * 3 {
             return Ok(false);
         }
         let mut node: Node = view.deref().clone();
@@ -472,8 +492,9 @@ impl Tree {
                 None => node.del_leaf(&encoded_key),
             }
         }
+        let pagecache = &self.context.pagecache;
         let replaced =
-            self.context.pagecache.replace(view.pid, view.node_view.0, node, guard)?;
+            pagecache.replace(view.pid, view.node_view.0, node, guard)?;
         Ok(replaced.is_ok())
     }
 
