@@ -37,8 +37,9 @@ const SLACK: u64 = 32 << 20;
 /// One write of the copy. sled applies a write leaf by leaf, its new keys first
 /// (`third_party/sled/PATCHES.md`), so each value is logged once; what a write leaves in the log
 /// beyond its values is the leaf it shares with the write before, split and written again. The
-/// 2M-line day's copy: 50.3 MB with 64 KiB writes, 41.9 MB with 256 KiB, 36.7 MB with 1 MiB,
-/// 34.6 MB with 4 MiB (the larger, the more of it in sled's buffers at once). Each write flushed
+/// 2M-line day's copy, with sled's index nodes of 64: 50.3 MB with 64 KiB writes, 41.9 MB with
+/// 256 KiB, 36.7 MB with 1 MiB, 34.6 MB with 4 MiB (the larger, the more of it in sled's buffers
+/// at once); 37.2 MB with 1 MiB as built. Each write flushed
 /// lets sled's cleaner keep up with the copy: the segments it frees late are rewritten whole by
 /// every open until commits fill them (with a MiB a write, one new line on that day's store takes
 /// 1.03 times one on a 1k-line day's, `bench/one_line_day_sizes.py`).
@@ -47,8 +48,8 @@ const COPY_WRITE_BYTES: usize = 1 << 20;
 /// Whether a store of `lines` hashes that takes `disk` bytes is worth compacting: its log is more
 /// than one and a half times the seen set, with [`SLACK`] to spare. A store of the usual shape
 /// stays under it (1M lines in 365 day files: 19.1 MB, 28 MB with sled as published; the limit
-/// 57.5 MB); a busy day's passes it (2M lines of one day: 110 MB after its backfill, 228 MB with
-/// sled as published; the limit 81.5 MB) and is left at 37 MB.
+/// 57.6 MB); a busy day's passes it (2M lines of one day: 110 MB after its backfill, 228 MB with
+/// sled as published; the limit 81.6 MB) and is left at 37 MB.
 pub(super) fn is_due(disk: u64, lines: u64) -> bool {
     let seen = lines.saturating_mul(BYTES_PER_LINE);
     disk > seen.saturating_add(seen / 2).saturating_add(SLACK)
