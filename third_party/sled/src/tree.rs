@@ -394,11 +394,7 @@ impl Tree {
             .any(|k| self.subscribers.reserve(k).is_some());
         if watched {
             for (k, v_opt) in batch.writes {
-                loop {
-                    if self.insert_inner(&k, v_opt.clone(), guard)?.is_ok() {
-                        break;
-                    }
-                }
+                self.insert_retrying(&k, v_opt, guard)?;
             }
             return peg.seal_batch();
         }
@@ -436,11 +432,7 @@ impl Tree {
                 continue;
             }
             for (k, v_opt) in run {
-                loop {
-                    if self.insert_inner(&k, v_opt.clone(), guard)?.is_ok() {
-                        break;
-                    }
-                }
+                self.insert_retrying(&k, v_opt, guard)?;
             }
         }
 
@@ -448,6 +440,17 @@ impl Tree {
         // written to the log since its creation are
         // recovered atomically
         peg.seal_batch()
+    }
+
+    /// One write of a batch, tried again until no other write conflicts.
+    fn insert_retrying(
+        &self,
+        key: &IVec,
+        value: Option<IVec>,
+        guard: &mut Guard,
+    ) -> Result<()> {
+        while self.insert_inner(key, value.clone(), guard)?.is_err() {}
+        Ok(())
     }
 
     /// Puts `key` in with an empty value unless the tree holds it (see
