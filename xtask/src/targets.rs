@@ -5,8 +5,9 @@
 //! fetch other targets here. Linking: zig for Linux against glibc 2.17 (one binary for every
 //! distribution of the last decade) and for macOS against stubs of the system's frameworks
 //! (`macos_sdk.rs`), Debian's mingw-w64 for Windows. `.ci/cross-toolchain` installs them once per
-//! machine; the builds are kept in its folder, so a second run rebuilds only the crate itself
-//! and `third_party/sled` (a path dependency, which cargo judges by its files' times).
+//! machine; the builds are kept in its folder, one for all five targets (the macros and build
+//! scripts they compile for this machine are compiled once), so a second run rebuilds only the
+//! crate itself and `third_party/sled` (a path dependency, which cargo judges by its files' times).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -116,15 +117,25 @@ impl Toolchain {
                 cache.display()
             );
         }
+        // Builds were kept in a folder a target before: each holds as much as the shared one.
+        for target in &TARGETS {
+            let old = cache.join("dist").join(target.triple);
+            if old.is_dir() {
+                std::fs::remove_dir_all(&old).with_context(|| {
+                    format!("{}: an old build, cannot be removed: remove it", old.display())
+                })?;
+            }
+        }
         let macos_sdk = macos_sdk::write(&cache.join("macos-sdk"))?;
         Ok(Toolchain { cache, macos_sdk })
     }
 
-    /// One per target: the build scripts and macros a target's build compiles for this machine
-    /// are linked as that target's settings say (a Linux target's linker is this machine's
-    /// too), so targets that shared them would rebuild each other's every time.
-    fn target_dir(&self, target: &Target) -> PathBuf {
-        self.cache.join("dist").join(target.triple)
+    /// One for every target: the macros and build scripts each target's build compiles for this
+    /// machine are the same, and compiled once. They stay the same because a target's linker is
+    /// given in its flags (`-Clinker`), which cargo passes to that target's code alone: as
+    /// `CARGO_TARGET_<triple>_LINKER`, this machine's own target's linker would link them too.
+    fn target_dir(&self) -> PathBuf {
+        self.cache.join("dist").join("targets")
     }
 
     /// Builds `target` with the `dist` profile and returns its binary.
@@ -142,7 +153,7 @@ impl Toolchain {
             ])
             .args(["--bin", "reasonix-exporter", "--target", target.triple])
             .arg("--target-dir")
-            .arg(self.target_dir(target));
+            .arg(self.target_dir());
         if target.triple != HOST {
             cargo.arg("-Zbuild-std=std,panic_abort");
         }
@@ -154,7 +165,7 @@ impl Toolchain {
             bail!("building {} failed ({status}): see above", target.triple);
         }
         let binary = self
-            .target_dir(target)
+            .target_dir()
             .join(target.triple)
             .join("dist")
             .join(target.exe());
@@ -202,10 +213,7 @@ impl Toolchain {
                 "--remap-path-prefix={}=/cargo/registry/src",
                 cargo_home.join("registry/src").display()
             ),
-            format!(
-                "--remap-path-prefix={}=/target",
-                self.target_dir(target).display()
-            ),
+            format!("--remap-path-prefix={}=/target", self.target_dir().display()),
             "--remap-path-prefix=/usr/lib/rustlib/src/rust=/rustc/src".to_owned(),
         ];
         match target.zig {
@@ -213,14 +221,14 @@ impl Toolchain {
                 let cc = self.cache.join(format!("cc-{zig}"));
                 cargo
                     .env(format!("CC_{env_triple}"), &cc)
-                    .env(format!("AR_{env_triple}"), self.cache.join("ar"))
-                    .env(format!("CARGO_TARGET_{upper}_LINKER"), &cc);
+                    .env(format!("AR_{env_triple}"), self.cache.join("ar"));
+                flags.push(format!("-Clinker={}", cc.display()));
             }
             None => {
                 cargo
                     .env(format!("CC_{env_triple}"), "x86_64-w64-mingw32-gcc")
-                    .env(format!("AR_{env_triple}"), "x86_64-w64-mingw32-ar")
-                    .env(format!("CARGO_TARGET_{upper}_LINKER"), "x86_64-w64-mingw32-gcc");
+                    .env(format!("AR_{env_triple}"), "x86_64-w64-mingw32-ar");
+                flags.push("-Clinker=x86_64-w64-mingw32-gcc".to_owned());
                 // A PE header carries the link time unless told not to.
                 flags.push("-Clink-arg=-Wl,--no-insert-timestamp".to_owned());
             }
