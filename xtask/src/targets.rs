@@ -6,8 +6,8 @@
 //! distribution of the last decade) and for macOS against stubs of the system's frameworks
 //! (`macos_sdk.rs`), Debian's mingw-w64 for Windows. `.ci/cross-toolchain` installs them once per
 //! machine; the builds are kept in its folder, one for all five targets (the macros and build
-//! scripts they compile for this machine are compiled once), so a second run rebuilds only the
-//! crate itself and `third_party/sled` (a path dependency, which cargo judges by its files' times).
+//! scripts they compile for this machine are shared), so a second run rebuilds only the crate
+//! itself and `third_party/sled` (a path dependency, which cargo judges by its files' times).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -131,7 +131,8 @@ impl Toolchain {
     }
 
     /// One for every target: the macros and build scripts each target's build compiles for this
-    /// machine are the same, and compiled once. They stay the same because a target's linker is
+    /// machine are compiled once for Linux and Windows and once for both macOS targets (whose
+    /// profile keeps the symbol table, below). They stay shared because a target's linker is
     /// given in its flags (`-Clinker`), which cargo passes to that target's code alone: as
     /// `CARGO_TARGET_<triple>_LINKER`, this machine's own target's linker would link them too.
     fn target_dir(&self) -> PathBuf {
